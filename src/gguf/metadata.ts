@@ -5,7 +5,7 @@
  */
 
 import { GgufError } from "./errors.ts";
-import type { GgufArray, GgufFile, GgufValue } from "./reader.ts";
+import type { GgufArray, GgufFile, GgufValue } from "./file.ts";
 
 function where(file: GgufFile): string {
   return file.path ?? "GGUF";

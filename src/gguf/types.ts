@@ -135,3 +135,18 @@ export const GgufValueType = {
 } as const;
 
 export type GgufValueTypeId = (typeof GgufValueType)[keyof typeof GgufValueType];
+
+/** Encoded bytes of each fixed-size GGUF value type (strings and arrays vary). */
+export const GGUF_SCALAR_SIZE: Readonly<Partial<Record<number, number>>> = {
+  [GgufValueType.UINT8]: 1,
+  [GgufValueType.INT8]: 1,
+  [GgufValueType.UINT16]: 2,
+  [GgufValueType.INT16]: 2,
+  [GgufValueType.UINT32]: 4,
+  [GgufValueType.INT32]: 4,
+  [GgufValueType.FLOAT32]: 4,
+  [GgufValueType.BOOL]: 1,
+  [GgufValueType.UINT64]: 8,
+  [GgufValueType.INT64]: 8,
+  [GgufValueType.FLOAT64]: 8,
+};
