@@ -1,0 +1,152 @@
+import { assertEquals, assertStringIncludes, assertThrows } from "../../tests/support/assert.ts";
+import { fixture } from "../../tests/fixtures.ts";
+import { encodeGguf, Kv, openGguf, parseGgufBytes } from "../gguf/mod.ts";
+import { ChatError } from "./errors.ts";
+import { parseMessages, parseTools } from "./messages.ts";
+import { ChatTemplate, chatTemplateFromGguf } from "./template.ts";
+
+const ECHO = "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}" +
+  "{% if add_generation_prompt %}<gen>{% endif %}";
+
+function qwen3(): ChatTemplate {
+  const file = openGguf(fixture("qwen3-vocab.gguf"));
+  try {
+    return chatTemplateFromGguf(file);
+  } finally {
+    file.close();
+  }
+}
+
+Deno.test("content as text parts is joined with newlines; null content renders empty", () => {
+  const t = new ChatTemplate(ECHO);
+  const messages = parseMessages([
+    { role: "user", content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] },
+    { role: "assistant", content: null },
+    { role: "user", content: [{ type: "text", text: "" }, { type: "text", text: "c" }] },
+  ]);
+  assertEquals(t.render(messages), "[user:a\nb][assistant:][user:c]<gen>");
+  assertEquals(
+    t.render(messages, { addGenerationPrompt: false }),
+    "[user:a\nb][assistant:][user:c]",
+  );
+});
+
+Deno.test("kwargs are template variables; reserved names are refused", () => {
+  const t = new ChatTemplate("{% if enable_thinking is false %}off{% else %}on{% endif %}");
+  const messages = parseMessages([{ role: "user", content: "x" }]);
+  assertEquals(t.render(messages, { kwargs: { enable_thinking: false } }), "off");
+  assertEquals(t.render(messages), "on");
+  const err = assertThrows(() => t.render(messages, { kwargs: { messages: [] } }), ChatError);
+  assertEquals(err.code, "invalid_request");
+});
+
+Deno.test("template failures are ChatErrors with code template_render_failed", () => {
+  const parseErr = assertThrows(() => new ChatTemplate("{% for %}"), ChatError);
+  assertEquals(parseErr.code, "template_render_failed");
+  const raising = new ChatTemplate("{{ raise_exception('roles must alternate') }}");
+  const err = assertThrows(
+    () => raising.render(parseMessages([{ role: "user", content: "x" }])),
+    ChatError,
+  );
+  assertEquals(err.code, "template_render_failed");
+  assertStringIncludes(err.message, "roles must alternate");
+});
+
+Deno.test("tool-call arguments given as objects render as a JSON string, as llama-server's", () => {
+  const messages = parseMessages([
+    { role: "user", content: "Weather?" },
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        type: "function",
+        function: { name: "get_weather", arguments: { city: "Paris" } },
+      }],
+    },
+    { role: "tool", content: "sunny" },
+  ]);
+  const text = qwen3().render(messages);
+  assertStringIncludes(
+    text,
+    '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city":"Paris"}}\n</tool_call><|im_end|>\n',
+  );
+  assertStringIncludes(
+    text,
+    "<|im_start|>user\n<tool_response>\nsunny\n</tool_response><|im_end|>\n",
+  );
+});
+
+Deno.test("templates that only take object arguments get string arguments parsed", () => {
+  // Llama 3.1 style: `arguments | tojson` would escape a JSON string a second time.
+  const t = new ChatTemplate(
+    "{% for m in messages %}{% for tc in m.tool_calls or [] %}" +
+      "{{ tc.function.name }}{{ tc.function.arguments | tojson }}{% endfor %}{% endfor %}",
+  );
+  const messages = parseMessages([
+    { role: "user", content: "x" },
+    {
+      role: "assistant",
+      content: "",
+      tool_calls: [{
+        type: "function",
+        function: { name: "f", arguments: '{"a": 1, "b": "two"}' },
+      }],
+    },
+  ]);
+  assertEquals(t.render(messages), 'f{"a": 1, "b": "two"}');
+});
+
+Deno.test("reasoning_content of the turn after the last user message is rendered in <think>", () => {
+  const messages = parseMessages([
+    { role: "user", content: "Weather in Paris?" },
+    {
+      role: "assistant",
+      content: "",
+      reasoning_content: "Need the tool.",
+      tool_calls: [{ type: "function", function: { name: "w", arguments: "{}" } }],
+    },
+    { role: "tool", content: "18C" },
+  ]);
+  assertEquals(
+    qwen3().render(messages),
+    "<|im_start|>user\nWeather in Paris?<|im_end|>\n" +
+      "<|im_start|>assistant\n<think>\nNeed the tool.\n</think>\n\n<tool_call>\n" +
+      '{"name": "w", "arguments": {}}\n</tool_call><|im_end|>\n' +
+      "<|im_start|>user\n<tool_response>\n18C\n</tool_response><|im_end|>\n" +
+      "<|im_start|>assistant\n",
+  );
+});
+
+Deno.test("tools are reduced to type, name, description and parameters", () => {
+  const t = new ChatTemplate("{% for tool in tools %}{{ tool | tojson }}{% endfor %}");
+  const tools = parseTools([
+    { type: "function", function: { name: "f", strict: true, parameters: { type: "object" } } },
+  ]);
+  assertEquals(
+    t.render(parseMessages([{ role: "user", content: "x" }]), { tools }),
+    '{"type": "function", "function": {"name": "f", "description": "", "parameters": {"type": "object"}}}',
+  );
+});
+
+Deno.test("messages and tools in the wrong shape are refused, naming the field", () => {
+  const bad = (value: unknown): string =>
+    assertThrows(() => parseMessages(value), ChatError).message;
+  assertStringIncludes(bad([{ role: "user", content: 5 }]), "messages[0].content");
+  assertStringIncludes(
+    bad([{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }]),
+    "messages[0].content",
+  );
+  assertStringIncludes(bad([]), "messages");
+  assertStringIncludes(
+    assertThrows(() => parseTools([{ type: "function", function: {} }]), ChatError).message,
+    "tools[0].function.name",
+  );
+});
+
+Deno.test("a model without a chat template is a template_missing error", () => {
+  const file = parseGgufBytes(encodeGguf({
+    kv: [["general.architecture", Kv.string("qwen3")]],
+    tensors: [],
+  }));
+  assertEquals(assertThrows(() => chatTemplateFromGguf(file), ChatError).code, "template_missing");
+});

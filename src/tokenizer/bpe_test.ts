@@ -1,0 +1,64 @@
+import { assert, assertEquals } from "../../tests/support/assert.ts";
+import { BpeScratch, mergeWord } from "./bpe.ts";
+import { MergeTable } from "./merges.ts";
+
+// ASCII letters are their own GPT-2 byte characters, so these vocabularies need no mapping.
+function merge(vocab: string[], merges: string[], word: string): string[] {
+  const idOf = new Map(vocab.map((t, i) => [t, i]));
+  const table = new MergeTable(idOf, vocab.length, merges);
+  const scratch = new BpeScratch();
+  scratch.ensure(word.length);
+  for (let i = 0; i < word.length; i++) scratch.ids[i] = table.byteIds[word.charCodeAt(i)];
+  return mergeWord(table, scratch, word.length).map((id) =>
+    id < vocab.length ? vocab[id] : `<extra ${id}>`
+  );
+}
+
+Deno.test("merges apply in rank order", () => {
+  const vocab = ["a", "b", "c", "ab", "bc", "abc"];
+  assertEquals(merge(vocab, ["a b", "b c", "ab c"], "abc"), ["abc"]);
+  assertEquals(merge(vocab, ["b c", "a b", "ab c"], "abc"), ["a", "bc"]);
+});
+
+Deno.test("equal ranks merge the leftmost pair first", () => {
+  assertEquals(merge(["a", "aa"], ["a a"], "aaa"), ["aa", "a"]);
+  assertEquals(merge(["a", "aa", "aaaa"], ["a a", "aa aa"], "aaaaa"), ["aaaa", "a"]);
+});
+
+Deno.test("a pair listed twice keeps its first rank", () => {
+  const vocab = ["a", "b", "c", "ab", "bc"];
+  assertEquals(merge(vocab, ["b c", "a b", "b c"], "abc"), ["a", "bc"]);
+});
+
+Deno.test("a merge whose result is not a token still merges, as llama.cpp's texts do", () => {
+  const vocab = ["x", "y", "z", "xyz"];
+  // "xy" is no token, but "xy z" needs it: the symbol exists only in the merge table.
+  assertEquals(merge(vocab, ["x y", "xy z"], "xyz"), ["xyz"]);
+  const out = merge(vocab, ["x y"], "xy");
+  assertEquals(out.length, 1);
+  assert(out[0].startsWith("<extra"), "an extra symbol, resolved to bytes by the tokenizer");
+});
+
+Deno.test("a 100 kB word merges in well under a second", () => {
+  const letters = "abcdefghij";
+  const vocab = [...letters];
+  const merges: string[] = [];
+  for (const a of letters) {
+    for (const b of letters) {
+      vocab.push(a + b);
+      merges.push(`${a} ${b}`);
+    }
+  }
+  let seed = 12345;
+  let word = "";
+  for (let i = 0; i < 100_000; i++) {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    word += letters[(seed >>> 16) % letters.length];
+  }
+  const start = performance.now();
+  const out = merge(vocab, merges, word);
+  const ms = performance.now() - start;
+  assertEquals(out.join(""), word);
+  assert(out.every((t) => t.length <= 2) && out.length < 75_000, "every pair merge used");
+  assert(ms < 1000, `took ${ms.toFixed(0)} ms`);
+});

@@ -1,0 +1,4 @@
+/** Byte-level BPE tokenizer from GGUF metadata, exact against llama.cpp. */
+export { TokenizerError, type TokenizerErrorCode } from "./errors.ts";
+export { type DetokenizerOptions, IncrementalDetokenizer } from "./detokenizer.ts";
+export { type DecodeOptions, type EncodeOptions, loadTokenizer, Tokenizer } from "./tokenizer.ts";

@@ -1,0 +1,132 @@
+/**
+ * The tokenizer against llama.cpp's goldens: every string of golden/tokenizer.json with
+ * and without special-token parsing, the prompts of every model golden, decoding back, the
+ * end-of-generation set, streaming detokenization, and the cost of loading and of a
+ * pathological word.
+ */
+import { assert, assertEquals } from "../support/assert.ts";
+import { fixture, MODEL_FIXTURES, modelGolden } from "../fixtures.ts";
+import { openGguf } from "../../src/gguf/mod.ts";
+import { IncrementalDetokenizer, loadTokenizer, type Tokenizer } from "../../src/tokenizer/mod.ts";
+
+interface TokenizerCase {
+  name: string;
+  text: string;
+  text_utf8_hex: string;
+  llama_cpp: { parse_special: number[]; no_parse_special: number[] };
+}
+
+const golden: { cases: TokenizerCase[] } = JSON.parse(
+  Deno.readTextFileSync(fixture("golden/tokenizer.json")),
+);
+
+const loadStart = performance.now();
+const vocabFile = openGguf(fixture("qwen3-vocab.gguf"));
+const opened = performance.now();
+const tokenizer: Tokenizer = loadTokenizer(vocabFile);
+const built = performance.now();
+console.log(
+  `qwen3 vocabulary: GGUF metadata ${(opened - loadStart).toFixed(0)} ms, ` +
+    `tokenizer tables ${(built - opened).toFixed(0)} ms`,
+);
+
+Deno.test("golden texts are the bytes they claim to be", () => {
+  for (const c of golden.cases) {
+    const hex = Array.from(new TextEncoder().encode(c.text), (b) => b.toString(16).padStart(2, "0"))
+      .join("");
+    assertEquals(hex, c.text_utf8_hex, c.name);
+  }
+});
+
+Deno.test("every golden string tokenizes to llama.cpp's ids with special tokens parsed", () => {
+  for (const c of golden.cases) {
+    const ids = tokenizer.encode(c.text, { parseSpecial: true, addSpecial: true });
+    assertEquals(ids, c.llama_cpp.parse_special, c.name);
+  }
+});
+
+Deno.test("every golden string tokenizes to llama.cpp's ids with special tokens as text", () => {
+  for (const c of golden.cases) {
+    const ids = tokenizer.encode(c.text, { parseSpecial: false, addSpecial: true });
+    assertEquals(ids, c.llama_cpp.no_parse_special, c.name);
+  }
+});
+
+Deno.test("golden ids decode back to the input, in one go and token by token", () => {
+  for (const c of golden.cases) {
+    for (const ids of [c.llama_cpp.parse_special, c.llama_cpp.no_parse_special]) {
+      assertEquals(tokenizer.decode(ids), c.text, c.name);
+      const detok = new IncrementalDetokenizer(tokenizer, { special: true });
+      let streamed = "";
+      for (const id of ids) {
+        const piece = detok.push(id);
+        // A piece never ends in the first half of a surrogate pair.
+        assert(!/[\ud800-\udbff]$/.test(piece), `${c.name}: split character`);
+        streamed += piece;
+      }
+      streamed += detok.finish();
+      assertEquals(streamed, c.text, c.name);
+    }
+  }
+});
+
+Deno.test("every text and chat prompt of the model goldens tokenizes to its golden tokens", () => {
+  for (const model of MODEL_FIXTURES) {
+    const file = openGguf(fixture(`${model}.gguf`));
+    try {
+      const tok = loadTokenizer(file);
+      let checked = 0;
+      for (const prompt of modelGolden(model).prompts) {
+        if (prompt.text === undefined) continue; // raw-id prompts have no text
+        assertEquals(
+          tok.encode(prompt.text, { parseSpecial: true, addSpecial: true }),
+          prompt.tokens,
+          `${model} ${prompt.name}`,
+        );
+        checked++;
+      }
+      assertEquals(checked, 10, `${model}: text and chat prompts`);
+    } finally {
+      file.close();
+    }
+  }
+});
+
+Deno.test("the end-of-generation set is llama.cpp's", () => {
+  assertEquals(
+    [...tokenizer.eogIds].sort((a, b) => a - b),
+    [128247, 151643, 151645, 151662, 151663, 151664],
+  );
+  assertEquals(tokenizer.eosId, 151645);
+  assertEquals(tokenizer.bosId, 151643);
+});
+
+Deno.test("decode with skipSpecial drops control tokens and keeps <think>", () => {
+  const ids = tokenizer.encode("<|im_start|>assistant\n<think>\nhi\n</think>\n\nyo<|im_end|>", {
+    parseSpecial: true,
+  });
+  assertEquals(
+    tokenizer.decode(ids, { skipSpecial: true }),
+    "assistant\n<think>\nhi\n</think>\n\nyo",
+  );
+});
+
+Deno.test("a 100 kB word of random letters tokenizes in linear-ish time", () => {
+  let seed = 42;
+  let word = "";
+  for (let i = 0; i < 100_000; i++) {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    word += String.fromCharCode(0x61 + ((seed >>> 16) % 26));
+  }
+  const start = performance.now();
+  const ids = tokenizer.encode(word);
+  const ms = performance.now() - start;
+  console.log(`100 kB word: ${ids.length} tokens in ${ms.toFixed(0)} ms`);
+  assertEquals(tokenizer.decode(ids), word);
+  assert(ms < 2000, `took ${ms.toFixed(0)} ms`);
+});
+
+Deno.test("building the tables of the 151,936-token vocabulary is not slow", () => {
+  // Typically ~0.2 s; the bound leaves room for a busy machine yet catches a slow build.
+  assert(built - opened < 3000, `tokenizer tables took ${(built - opened).toFixed(0)} ms`);
+});
