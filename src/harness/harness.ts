@@ -1,0 +1,97 @@
+import type { ModelSpec } from "../config/mod.ts";
+
+/**
+ * A place where models run: the in-process engine (`native`) or an OpenAI-compatible server
+ * neuron proxies to (`external`). The server knows nothing else about either: it asks the
+ * registry which harness holds a model and hands it the request.
+ */
+
+export type ModelStatus = "loading" | "loaded" | "unloaded" | "recovering" | "failed";
+
+/** One entry of `GET /models` (WIRE.md). */
+export interface ModelInfo {
+  id: string;
+  harness: string;
+  status: ModelStatus;
+  devices: number[];
+  vram_used_mb: number | null;
+  capabilities?: string[];
+  limit?: { context: number; output?: number; input?: number };
+  tool_call?: boolean;
+  reasoning?: boolean;
+  servable?: { ok: true } | { ok: false; reason: string; detail?: string };
+  /** 0..1 while status is `loading`. */
+  progress?: number;
+  /** Why, when status is `failed`. */
+  error?: string;
+}
+
+/** Per-model load numbers for /health and /metrics. */
+export interface ModelStats {
+  id: string;
+  in_flight: number;
+  queue_depth: number;
+  tok_s_prefill: number;
+  tok_s_decode: number;
+  /** Running totals, when the harness counts tokens itself. */
+  prompt_tokens_total?: number;
+  completion_tokens_total?: number;
+}
+
+export interface HarnessHealth {
+  name: string;
+  kind: HarnessKind;
+  /** `ready`: serving; `starting`: not yet reachable; `down`: was reachable, is not now. */
+  state: "ready" | "starting" | "down" | "unavailable";
+  detail?: string;
+  models: ModelStats[];
+}
+
+export type HarnessKind = "native" | "external";
+
+export interface LoadProgress {
+  /** 0..1 */
+  fraction: number;
+  stage: string;
+}
+
+/** The OpenAI routes a harness serves. */
+export type InferenceRoute = "chat/completions" | "completions" | "responses";
+
+/** One `/v1/*` request, its body already read (once) by the server. */
+export interface InferenceCall {
+  route: InferenceRoute;
+  model: string;
+  /** The body exactly as received, for byte-for-byte proxying. */
+  body: Uint8Array<ArrayBuffer>;
+  /** The same body, parsed. */
+  json: Record<string, unknown>;
+  headers: Headers;
+  /** Fires when the client goes away or the node gives up on the request (shutdown). */
+  signal: AbortSignal;
+}
+
+export interface Harness {
+  readonly name: string;
+  readonly kind: HarnessKind;
+  /** Background work that may take time (starting an upstream); never throws. */
+  start(): void;
+  health(): HarnessHealth;
+  list(): ModelInfo[];
+  /** Resolves when the model is ready; rejects with a HarnessError otherwise. */
+  load(spec: ModelSpec, progress?: (p: LoadProgress) => void): Promise<void>;
+  unload(id: string): Promise<void>;
+  /** Whether requests for `id` can be routed here. */
+  has(id: string): boolean;
+  /** Where the gateway should send OpenAI requests for `id`; null unless loaded. */
+  endpoint(id: string): string | null;
+  serve(call: InferenceCall): Promise<Response>;
+  /** Unloads or releases everything the harness holds. */
+  close(): Promise<void>;
+}
+
+/** What every harness is built with. */
+export interface HarnessContext {
+  /** This node's own base URL (`http://localhost:<port>`), for `endpoint()`. */
+  selfUrl: () => string;
+}

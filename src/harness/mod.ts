@@ -1,0 +1,18 @@
+/** Harnesses: where models run (in-process engine or an external OpenAI-compatible server). */
+export type {
+  Harness,
+  HarnessContext,
+  HarnessHealth,
+  HarnessKind,
+  InferenceCall,
+  InferenceRoute,
+  LoadProgress,
+  ModelInfo,
+  ModelStats,
+  ModelStatus,
+} from "./harness.ts";
+export { HarnessError, type HarnessErrorCode } from "./errors.ts";
+export { HarnessRegistry } from "./registry.ts";
+export { NativeHarness } from "./native.ts";
+export { ExternalHarness } from "./external.ts";
+export { passThrough } from "./proxy.ts";

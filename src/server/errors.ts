@@ -1,0 +1,126 @@
+import { errorMessage, NeuronError } from "../common/errors.ts";
+import { log } from "../common/log.ts";
+import { HarnessError } from "../harness/mod.ts";
+
+/**
+ * Every error an HTTP client can see, and its status, in one place. Control-plane routes
+ * answer a flat `{"error", "code"}` (what the gateway decodes); `/v1/*` and authentication
+ * failures answer OpenAI's envelope `{"error": {"message", "type", "code", "param"}}`.
+ */
+
+export type ServerErrorCode =
+  | "malformed_json"
+  | "invalid_request_body"
+  | "unsupported_media_type"
+  | "payload_too_large"
+  | "unauthorized"
+  | "not_found"
+  | "method_not_allowed"
+  | "shutting_down"
+  | "internal_error";
+
+export class ServerError extends NeuronError {
+  declare readonly code: ServerErrorCode;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ServerErrorCode,
+    message: string,
+    options?: { param?: string | null; headers?: Record<string, string> },
+  ) {
+    super(code, message);
+    this.param = options?.param ?? null;
+    this.headers = options?.headers ?? {};
+  }
+}
+
+const STATUS: Record<string, number> = {
+  // request problems
+  malformed_json: 400,
+  invalid_request_body: 422,
+  unsupported_media_type: 415,
+  payload_too_large: 413,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  // model management
+  unknown_harness: 400,
+  engine_unavailable: 400,
+  path_not_allowed: 403,
+  model_not_found: 404,
+  already_loaded: 409,
+  model_loading: 409,
+  model_load_failed: 500,
+  upstream_error: 502,
+  harness_unavailable: 503,
+  shutting_down: 503,
+  internal_error: 500,
+};
+
+/** Seconds to suggest in Retry-After for retryable statuses without their own hint. */
+const DEFAULT_RETRY_AFTER = 5;
+
+interface Mapped {
+  status: number;
+  code: string;
+  message: string;
+  param: string | null;
+  headers: Record<string, string>;
+}
+
+function map(err: unknown): Mapped {
+  if (err instanceof NeuronError && Object.hasOwn(STATUS, err.code)) {
+    const status = STATUS[err.code];
+    const headers: Record<string, string> = err instanceof ServerError ? { ...err.headers } : {};
+    const retry = err instanceof HarnessError ? err.retryAfter : undefined;
+    if (status === 503 || status === 429) {
+      headers["retry-after"] = String(retry ?? DEFAULT_RETRY_AFTER);
+    }
+    const param = err instanceof ServerError ? err.param : null;
+    return { status, code: err.code, message: err.message, param, headers };
+  }
+  log.error("unhandled error", { error: errorMessage(err), stack: (err as Error)?.stack });
+  return {
+    status: 500,
+    code: "internal_error",
+    message: "internal error",
+    param: null,
+    headers: {},
+  };
+}
+
+function json(body: unknown, status: number, headers: Record<string, string>): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+/** The control-plane form: `{"error": "<message>", "code": "<code>"}`. */
+export function controlErrorResponse(err: unknown): Response {
+  const m = map(err);
+  return json({ error: m.message, code: m.code }, m.status, m.headers);
+}
+
+function openaiType(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 429) return "rate_limit_error";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
+/** The OpenAI form: `{"error": {"message", "type", "code", "param"}}`. */
+export function openaiErrorResponse(err: unknown): Response {
+  const m = map(err);
+  return json(
+    { error: { message: m.message, type: openaiType(m.status), code: m.code, param: m.param } },
+    m.status,
+    m.headers,
+  );
+}
+
+/** `/v1/*` speaks OpenAI; everything else is control plane. */
+export function isOpenAiPath(path: string): boolean {
+  return path === "/v1" || path.startsWith("/v1/");
+}

@@ -1,0 +1,109 @@
+import { versionInfo } from "../common/version.ts";
+import type { ServerDeps } from "./context.ts";
+import { Exposition, METRICS_CONTENT_TYPE } from "./metrics.ts";
+
+/** The whole /metrics document: HTTP series, models, GPUs, the process. */
+export function renderMetrics(
+  deps: ServerDeps,
+): [string, 200, Record<string, string>] {
+  const out = new Exposition();
+  deps.metrics.render(out);
+
+  const models = deps.registry.list();
+  const byStatus = new Map<string, number>();
+  for (const m of models) {
+    const key = `${m.harness}\u0000${m.status}`;
+    byStatus.set(key, (byStatus.get(key) ?? 0) + 1);
+  }
+  out.family("neuron_models", "gauge", "Models known to this node, by harness and status.");
+  for (const [key, n] of byStatus) {
+    const [harness, status] = key.split("\u0000");
+    out.sample("neuron_models", { harness, status }, n);
+  }
+
+  const stats = deps.registry.health().flatMap((h) =>
+    h.models.map((m) => ({ ...m, harness: h.name }))
+  );
+  out.family("neuron_model_in_flight", "gauge", "Requests being served, per model.");
+  for (const m of stats) {
+    out.sample("neuron_model_in_flight", { model: m.id, harness: m.harness }, m.in_flight);
+  }
+  out.family("neuron_model_queue_depth", "gauge", "Requests waiting for admission, per model.");
+  for (const m of stats) {
+    out.sample("neuron_model_queue_depth", { model: m.id, harness: m.harness }, m.queue_depth);
+  }
+  out.family("neuron_model_tokens_per_second", "gauge", "Recent throughput, per model and phase.");
+  for (const m of stats) {
+    out.sample("neuron_model_tokens_per_second", {
+      model: m.id,
+      harness: m.harness,
+      phase: "prefill",
+    }, m.tok_s_prefill);
+    out.sample("neuron_model_tokens_per_second", {
+      model: m.id,
+      harness: m.harness,
+      phase: "decode",
+    }, m.tok_s_decode);
+  }
+  out.family("neuron_model_tokens_total", "counter", "Tokens processed, per model and kind.");
+  for (const m of stats) {
+    if (m.prompt_tokens_total !== undefined) {
+      out.sample(
+        "neuron_model_tokens_total",
+        { model: m.id, harness: m.harness, kind: "prompt" },
+        m.prompt_tokens_total,
+      );
+    }
+    if (m.completion_tokens_total !== undefined) {
+      out.sample("neuron_model_tokens_total", {
+        model: m.id,
+        harness: m.harness,
+        kind: "completion",
+      }, m.completion_tokens_total);
+    }
+  }
+
+  const gpus = deps.probe.health();
+  const MIB = 1024 * 1024;
+  out.family("neuron_gpu_memory_used_bytes", "gauge", "GPU memory in use (NVML).");
+  for (const g of gpus) {
+    out.sample("neuron_gpu_memory_used_bytes", { device: String(g.index) }, g.vram_used_mb * MIB);
+  }
+  out.family("neuron_gpu_memory_free_bytes", "gauge", "GPU memory free (NVML).");
+  for (const g of gpus) {
+    out.sample("neuron_gpu_memory_free_bytes", { device: String(g.index) }, g.vram_free_mb * MIB);
+  }
+  out.family("neuron_gpu_utilization_ratio", "gauge", "GPU busy fraction (NVML).");
+  for (const g of gpus) {
+    out.sample(
+      "neuron_gpu_utilization_ratio",
+      { device: String(g.index) },
+      g.utilization_pct / 100,
+    );
+  }
+  out.family("neuron_gpu_temperature_celsius", "gauge", "GPU temperature (NVML).");
+  for (const g of gpus) {
+    out.sample("neuron_gpu_temperature_celsius", { device: String(g.index) }, g.temp_c);
+  }
+
+  const mem = Deno.memoryUsage();
+  out.family("neuron_process_resident_memory_bytes", "gauge", "Resident set size.")
+    .sample("neuron_process_resident_memory_bytes", {}, mem.rss);
+  out.family("neuron_process_heap_used_bytes", "gauge", "JavaScript heap in use.")
+    .sample("neuron_process_heap_used_bytes", {}, mem.heapUsed);
+  out.family("neuron_process_heap_total_bytes", "gauge", "JavaScript heap reserved.")
+    .sample("neuron_process_heap_total_bytes", {}, mem.heapTotal);
+  out.family(
+    "neuron_process_external_memory_bytes",
+    "gauge",
+    "Memory held outside the heap (buffers).",
+  )
+    .sample("neuron_process_external_memory_bytes", {}, mem.external);
+  out.family("neuron_process_start_time_seconds", "gauge", "Start time, seconds since the epoch.")
+    .sample("neuron_process_start_time_seconds", {}, deps.startedAt / 1000);
+  const v = versionInfo();
+  out.family("neuron_build_info", "gauge", "Always 1; the labels describe the build.")
+    .sample("neuron_build_info", { version: v.package_version, git_sha: v.git_sha }, 1);
+
+  return [out.text(), 200, { "content-type": METRICS_CONTENT_TYPE }];
+}

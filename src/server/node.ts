@@ -1,0 +1,99 @@
+import { DeviceProbe } from "../backend/probe/mod.ts";
+import type { Config } from "../config/mod.ts";
+import { errorMessage } from "../common/errors.ts";
+import { log } from "../common/log.ts";
+import { HarnessRegistry } from "../harness/mod.ts";
+import { Activation } from "./activation.ts";
+import { createApp } from "./app.ts";
+import type { Lifecycle } from "./context.ts";
+import { controlErrorResponse } from "./errors.ts";
+import { HttpMetrics } from "./metrics.ts";
+
+/** A running node. */
+export interface NeuronNode {
+  /** The bound port (differs from the config when it asked for 0). */
+  readonly port: number;
+  /** `http://<host>:<port>` to reach it from this machine. */
+  readonly url: string;
+  /** Resolves when default models have all been tried. */
+  readonly activated: Promise<void>;
+  /**
+   * Stops accepting, lets in-flight requests finish within `shutdown_grace_secs` (then
+   * cancels them), unloads every model. Safe to call more than once.
+   */
+  shutdown(): Promise<void>;
+}
+
+/** Binds the listener, then starts harnesses and default-model loading in the background. */
+export function startNode(config: Config): NeuronNode {
+  const startedAt = Date.now();
+  const probe = DeviceProbe.open(config.cuda);
+  const discovery = probe.discovery();
+  if (discovery.cuda_unavailable_reason) {
+    log.warn("CUDA unavailable", { reason: discovery.cuda_unavailable_reason });
+  }
+  let port = config.port;
+  const selfUrl = () => `http://localhost:${port}`;
+  const registry = HarnessRegistry.fromConfig(config, { selfUrl });
+  const activation = new Activation(config.default_models);
+  const cancelAll = new AbortController();
+  const lifecycle: Lifecycle = { shuttingDown: false, cancelAll: cancelAll.signal };
+  const app = createApp({
+    config,
+    registry,
+    probe,
+    activation,
+    metrics: new HttpMetrics(),
+    lifecycle,
+    startedAt,
+    selfUrl,
+  });
+
+  const server = Deno.serve({
+    hostname: config.host,
+    port: config.port,
+    onListen: () => {},
+    onError: (err) => {
+      log.error("request failed", { error: errorMessage(err) });
+      return controlErrorResponse(err);
+    },
+  }, app.fetch);
+  port = server.addr.port;
+  const connectHost = ["0.0.0.0", "::", "[::]"].includes(config.host) ? "127.0.0.1" : config.host;
+  const url = `http://${connectHost.includes(":") ? `[${connectHost}]` : connectHost}:${port}`;
+  log.info("listening", {
+    host: config.host,
+    port,
+    devices: discovery.devices.length,
+    harnesses: registry.names(),
+  });
+
+  registry.start();
+  const stopActivation = new AbortController();
+  const activated = activation.run(registry, stopActivation.signal);
+
+  let stopping: Promise<void> | null = null;
+  const shutdown = (): Promise<void> => {
+    stopping ??= (async () => {
+      lifecycle.shuttingDown = true;
+      stopActivation.abort();
+      log.info("shutting down", { grace_secs: config.shutdown_grace_secs });
+      const drained = server.shutdown();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<"deadline">((resolve) => {
+        timer = setTimeout(() => resolve("deadline"), config.shutdown_grace_secs * 1000);
+      });
+      if (await Promise.race([drained.then(() => "drained" as const), deadline]) === "deadline") {
+        log.warn("grace period over: cancelling in-flight requests");
+        cancelAll.abort(new Error("the node is shutting down"));
+        await drained;
+      }
+      clearTimeout(timer);
+      await registry.close();
+      log.info("stopped");
+    })();
+    return stopping;
+  };
+
+  return { port, url, activated, shutdown };
+}
