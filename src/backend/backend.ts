@@ -1,0 +1,151 @@
+/**
+ * The few operations a decoder-only transformer needs, implemented once per device
+ * (reference TypeScript, native CPU kernels, CUDA). Model code is written against this
+ * interface only; it never sees pointers, streams or devices.
+ *
+ * Shapes: activations are f32 matrices of `rows` tokens x `cols` features. A step carries
+ * a batch of tokens that may belong to several sequences at different positions, so every
+ * op that depends on position takes them from the `StepLayout`; nothing keeps a "current
+ * position". The KV cache is paged: a sequence owns a block table of cache blocks.
+ */
+
+import type { GgmlTypeInfo } from "../gguf/types.ts";
+
+/** Where a backend computes. */
+export type DeviceKind = "reference" | "cpu" | "cuda";
+
+/** A weight tensor resident on the backend, in its GGUF type: `rows` x `cols` (ne[1] x ne[0]). */
+export interface Weight {
+  readonly name: string;
+  readonly type: GgmlTypeInfo;
+  readonly rows: number;
+  readonly cols: number;
+}
+
+/** An f32 activation matrix owned by the backend: `rows` tokens x `cols` features. */
+export interface Activation {
+  readonly rows: number;
+  readonly cols: number;
+}
+
+/** The bytes of a weight as found in the GGUF, with its native address when mapped. */
+export interface WeightSource {
+  name: string;
+  type: GgmlTypeInfo;
+  rows: number;
+  cols: number;
+  bytes: Uint8Array;
+  pointer: Deno.PointerObject;
+}
+
+export type KvDType = "f32" | "f16";
+
+export interface KvCacheSpec {
+  nLayers: number;
+  nKvHeads: number;
+  headDim: number;
+  /** Tokens per cache block. */
+  blockSize: number;
+  /** Blocks in the pool (shared by every sequence of the model). */
+  nBlocks: number;
+  dtype: KvDType;
+}
+
+/** A paged K/V cache pool: per layer, `[nBlocks][blockSize][nKvHeads][headDim]` for K and V. */
+export interface KvCache {
+  readonly spec: KvCacheSpec;
+  /** Bytes held by the pool. */
+  readonly bytes: number;
+}
+
+/** The rows of a step that belong to one sequence. */
+export interface SequenceSlice {
+  /** First row of this sequence in the step's activations. */
+  rowStart: number;
+  /** Number of consecutive rows. */
+  rowCount: number;
+  /** Cache blocks of the sequence, in position order. */
+  blockTable: Int32Array;
+}
+
+/** Which token goes where in one step. */
+export interface StepLayout {
+  /** Position of each row's token in its sequence. */
+  positions: Int32Array;
+  sequences: SequenceSlice[];
+}
+
+export interface AttentionShape {
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  /** Softmax scale, usually 1/sqrt(headDim). */
+  scale: number;
+}
+
+export interface Backend {
+  readonly kind: DeviceKind;
+
+  /** Makes a GGUF tensor usable by the ops (in place on CPU, a copy on a GPU). */
+  loadWeight(source: WeightSource): Weight;
+
+  /** A new activation matrix (contents undefined). */
+  activation(rows: number, cols: number): Activation;
+
+  /** A view of the first `rows` rows of `a` (no copy). */
+  rowsOf(a: Activation, rows: number): Activation;
+
+  /** Releases an activation made by `activation()` (not a view). */
+  free(a: Activation): void;
+
+  createKvCache(spec: KvCacheSpec): KvCache;
+
+  /** out[i] = table[ids[i]] (dequantized). */
+  embed(out: Activation, table: Weight, ids: Int32Array): void;
+
+  /**
+   * Root-mean-square normalisation of every `dim`-long group of `x` (a token's features,
+   * or one head of it), scaled by `weight` (length `dim`). `out` may be `x`.
+   */
+  rmsNorm(out: Activation, x: Activation, weight: Weight, dim: number, eps: number): void;
+
+  /** out = x · Wᵀ: every row of x (cols = W.cols) becomes a row of out (cols = W.rows). */
+  matmul(out: Activation, w: Weight, x: Activation): void;
+
+  /** Rotary embedding, NeoX layout, in place on every head of every row at its position. */
+  ropeNeox(
+    x: Activation,
+    layout: StepLayout,
+    nHeads: number,
+    headDim: number,
+    freqBase: number,
+  ): void;
+
+  /** Writes each row's K and V into the cache slot of its position. */
+  storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void;
+
+  /** Causal attention of each row's queries over its sequence's cache (GQA). */
+  attention(
+    out: Activation,
+    q: Activation,
+    cache: KvCache,
+    layer: number,
+    layout: StepLayout,
+    shape: AttentionShape,
+  ): void;
+
+  /** out = silu(gate) * up, element-wise. `out` may be `gate`. */
+  siluMul(out: Activation, gate: Activation, up: Activation): void;
+
+  /** out = a + b, element-wise. `out` may be `a`. */
+  add(out: Activation, a: Activation, b: Activation): void;
+
+  /** Copies rows of `a` into `out` (out[i] = a[rows[i]]): selects the rows that need logits. */
+  gatherRows(out: Activation, a: Activation, rows: Int32Array): void;
+
+  /** Reads an activation back to the host. */
+  read(a: Activation): Float32Array;
+
+  /** Releases everything the backend holds. */
+  close(): void;
+}

@@ -1,0 +1,235 @@
+/**
+ * The reference backend: every op in plain TypeScript over f32 arrays, weights dequantized
+ * once with the GGUF reference dequantizers. Slow and obviously correct; it is the oracle
+ * the native CPU and CUDA backends are compared with, llm.c style.
+ */
+
+import { dequantizeRow } from "../../gguf/dequant/mod.ts";
+import type {
+  Activation,
+  AttentionShape,
+  Backend,
+  KvCache,
+  KvCacheSpec,
+  StepLayout,
+  Weight,
+  WeightSource,
+} from "../backend.ts";
+import type { GgmlTypeInfo } from "../../gguf/types.ts";
+
+class RefWeight implements Weight {
+  constructor(
+    readonly name: string,
+    readonly type: GgmlTypeInfo,
+    readonly rows: number,
+    readonly cols: number,
+    readonly values: Float32Array,
+  ) {}
+}
+
+class RefActivation implements Activation {
+  constructor(readonly rows: number, readonly cols: number, readonly data: Float32Array) {}
+}
+
+class RefKvCache implements KvCache {
+  readonly k: Float32Array[];
+  readonly v: Float32Array[];
+  readonly bytes: number;
+
+  constructor(readonly spec: KvCacheSpec) {
+    const perLayer = spec.nBlocks * spec.blockSize * spec.nKvHeads * spec.headDim;
+    this.k = Array.from({ length: spec.nLayers }, () => new Float32Array(perLayer));
+    this.v = Array.from({ length: spec.nLayers }, () => new Float32Array(perLayer));
+    this.bytes = 2 * spec.nLayers * perLayer * 4;
+  }
+
+  /** Offset of (position, kv head) in a layer's array, through the block table. */
+  slot(blockTable: Int32Array, position: number, kvHead: number): number {
+    const { blockSize, nKvHeads, headDim } = this.spec;
+    const block = blockTable[Math.floor(position / blockSize)];
+    return ((block * blockSize + (position % blockSize)) * nKvHeads + kvHead) * headDim;
+  }
+}
+
+function act(a: Activation): RefActivation {
+  return a as RefActivation;
+}
+
+function weight(w: Weight): RefWeight {
+  return w as RefWeight;
+}
+
+export class ReferenceBackend implements Backend {
+  readonly kind = "reference" as const;
+
+  loadWeight(source: WeightSource): Weight {
+    const values = new Float32Array(source.rows * source.cols);
+    dequantizeRow(source.type, source.bytes, values);
+    return new RefWeight(source.name, source.type, source.rows, source.cols, values);
+  }
+
+  activation(rows: number, cols: number): Activation {
+    return new RefActivation(rows, cols, new Float32Array(rows * cols));
+  }
+
+  rowsOf(a: Activation, rows: number): Activation {
+    const r = act(a);
+    return new RefActivation(rows, r.cols, r.data.subarray(0, rows * r.cols));
+  }
+
+  free(_a: Activation): void {}
+
+  createKvCache(spec: KvCacheSpec): KvCache {
+    return new RefKvCache(spec);
+  }
+
+  embed(out: Activation, table: Weight, ids: Int32Array): void {
+    const o = act(out).data;
+    const t = weight(table);
+    for (let i = 0; i < ids.length; i++) {
+      o.set(t.values.subarray(ids[i] * t.cols, (ids[i] + 1) * t.cols), i * t.cols);
+    }
+  }
+
+  rmsNorm(out: Activation, x: Activation, w: Weight, dim: number, eps: number): void {
+    const src = act(x).data;
+    const dst = act(out).data;
+    const g = weight(w).values;
+    for (let base = 0; base < src.length; base += dim) {
+      let sumSq = 0;
+      for (let i = 0; i < dim; i++) sumSq += src[base + i] * src[base + i];
+      const inv = 1 / Math.sqrt(sumSq / dim + eps);
+      for (let i = 0; i < dim; i++) dst[base + i] = src[base + i] * inv * g[i];
+    }
+  }
+
+  matmul(out: Activation, w: Weight, x: Activation): void {
+    const W = weight(w);
+    const xs = act(x).data;
+    const ys = act(out).data;
+    const { rows, cols } = W;
+    for (let t = 0; t < act(x).rows; t++) {
+      const xo = t * cols;
+      for (let r = 0; r < rows; r++) {
+        let sum = 0;
+        const wo = r * cols;
+        for (let c = 0; c < cols; c++) sum += W.values[wo + c] * xs[xo + c];
+        ys[t * rows + r] = sum;
+      }
+    }
+  }
+
+  ropeNeox(
+    x: Activation,
+    layout: StepLayout,
+    nHeads: number,
+    headDim: number,
+    freqBase: number,
+  ): void {
+    const data = act(x).data;
+    const half = headDim / 2;
+    for (let t = 0; t < act(x).rows; t++) {
+      const pos = layout.positions[t];
+      for (let h = 0; h < nHeads; h++) {
+        const base = (t * nHeads + h) * headDim;
+        for (let i = 0; i < half; i++) {
+          const theta = pos * Math.pow(freqBase, (-2 * i) / headDim);
+          const c = Math.cos(theta);
+          const s = Math.sin(theta);
+          const a = data[base + i];
+          const b = data[base + i + half];
+          data[base + i] = a * c - b * s;
+          data[base + i + half] = a * s + b * c;
+        }
+      }
+    }
+  }
+
+  storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void {
+    const c = cache as RefKvCache;
+    const { nKvHeads, headDim } = c.spec;
+    for (const seq of layout.sequences) {
+      for (let t = seq.rowStart; t < seq.rowStart + seq.rowCount; t++) {
+        for (let h = 0; h < nKvHeads; h++) {
+          const at = c.slot(seq.blockTable, layout.positions[t], h);
+          const from = (t * nKvHeads + h) * headDim;
+          c.k[layer].set(act(k).data.subarray(from, from + headDim), at);
+          c.v[layer].set(act(v).data.subarray(from, from + headDim), at);
+        }
+      }
+    }
+  }
+
+  attention(
+    out: Activation,
+    q: Activation,
+    cache: KvCache,
+    layer: number,
+    layout: StepLayout,
+    shape: AttentionShape,
+  ): void {
+    const c = cache as RefKvCache;
+    const { nHeads, nKvHeads, headDim, scale } = shape;
+    const group = nHeads / nKvHeads;
+    const qs = act(q).data;
+    const os = act(out).data;
+    for (const seq of layout.sequences) {
+      for (let t = seq.rowStart; t < seq.rowStart + seq.rowCount; t++) {
+        const last = layout.positions[t];
+        const scores = new Float64Array(last + 1);
+        for (let h = 0; h < nHeads; h++) {
+          const kvHead = Math.floor(h / group);
+          const qo = (t * nHeads + h) * headDim;
+          let max = -Infinity;
+          for (let p = 0; p <= last; p++) {
+            const ko = c.slot(seq.blockTable, p, kvHead);
+            let dot = 0;
+            for (let i = 0; i < headDim; i++) dot += qs[qo + i] * c.k[layer][ko + i];
+            scores[p] = dot * scale;
+            if (scores[p] > max) max = scores[p];
+          }
+          let denom = 0;
+          for (let p = 0; p <= last; p++) {
+            scores[p] = Math.exp(scores[p] - max);
+            denom += scores[p];
+          }
+          for (let i = 0; i < headDim; i++) {
+            let sum = 0;
+            for (let p = 0; p <= last; p++) {
+              sum += scores[p] * c.v[layer][c.slot(seq.blockTable, p, kvHead) + i];
+            }
+            os[qo + i] = sum / denom;
+          }
+        }
+      }
+    }
+  }
+
+  siluMul(out: Activation, gate: Activation, up: Activation): void {
+    const g = act(gate).data;
+    const u = act(up).data;
+    const o = act(out).data;
+    for (let i = 0; i < g.length; i++) o[i] = (g[i] / (1 + Math.exp(-g[i]))) * u[i];
+  }
+
+  add(out: Activation, a: Activation, b: Activation): void {
+    const x = act(a).data;
+    const y = act(b).data;
+    const o = act(out).data;
+    for (let i = 0; i < x.length; i++) o[i] = x[i] + y[i];
+  }
+
+  gatherRows(out: Activation, a: Activation, rows: Int32Array): void {
+    const src = act(a);
+    const dst = act(out).data;
+    for (let i = 0; i < rows.length; i++) {
+      dst.set(src.data.subarray(rows[i] * src.cols, (rows[i] + 1) * src.cols), i * src.cols);
+    }
+  }
+
+  read(a: Activation): Float32Array {
+    return act(a).data.slice();
+  }
+
+  close(): void {}
+}

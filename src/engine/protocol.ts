@@ -1,0 +1,123 @@
+/**
+ * What crosses the boundary between the HTTP thread and a model's engine Worker. Plain,
+ * structured-cloneable data only.
+ */
+
+import type { ChatMessage, ChatTool } from "../chat/mod.ts";
+import type { SamplingParams, TokenLogprob } from "./sampler.ts";
+
+export type Prompt =
+  | {
+    kind: "messages";
+    messages: ChatMessage[];
+    tools?: ChatTool[];
+    templateKwargs?: Record<string, unknown>;
+  }
+  | { kind: "text"; text: string }
+  | { kind: "tokens"; ids: number[] };
+
+export interface GenerateRequest {
+  id: string;
+  prompt: Prompt;
+  /** New tokens at most; absent = until the context is full. */
+  maxTokens?: number;
+  sampling: SamplingParams;
+  stop?: string[];
+  /** Keep going past end-of-generation tokens (benchmarks, goldens). */
+  ignoreEos?: boolean;
+  /** Report the top raw logits per step (the `generate` CLI). */
+  topLogits?: number;
+  /** Split reasoning and tool calls out of the text (chat); plain text otherwise. */
+  parseOutput?: boolean;
+}
+
+/** One generated token, as the API's logprobs and the CLI need it. */
+export interface TokenInfo {
+  id: number;
+  /** The token's bytes (a token may hold part of a UTF-8 character). */
+  bytes: number[];
+  logprob?: number;
+  top?: TokenLogprob[];
+  /** Raw logits of the best `topLogits` candidates at this step, best first. */
+  topLogits?: Array<[number, number]>;
+}
+
+export interface ToolCallOut {
+  name: string;
+  /** JSON text. */
+  arguments: string;
+}
+
+export type FinishReason = "stop" | "length" | "tool_calls" | "cancelled";
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+}
+
+export type EngineEvent =
+  | { type: "accepted"; id: string; promptTokens: number }
+  | { type: "delta"; id: string; reasoning?: string; content?: string; tokens: TokenInfo[] }
+  | { type: "tool_call"; id: string; call: ToolCallOut }
+  | { type: "done"; id: string; finishReason: FinishReason; usage: Usage }
+  | { type: "error"; id: string; code: string; message: string };
+
+/** What a loaded model looks like from outside. */
+export interface ModelDescription {
+  path: string;
+  architecture: string;
+  /** e.g. "Q8_0", from general.file_type or the dominant tensor type. */
+  quantization: string;
+  contextLength: number;
+  /** Bytes of weights (mapped) and of the KV cache. */
+  weightBytes: number;
+  kvBytes: number;
+  vocabSize: number;
+  device: string;
+  hasToolCalls: boolean;
+  hasReasoning: boolean;
+  /** Sampling defaults from the GGUF (`general.sampling.*`). */
+  samplingDefaults: { temperature?: number; topK?: number; topP?: number; minP?: number };
+}
+
+export interface EngineStats {
+  running: number;
+  waiting: number;
+  kvBlocksUsed: number;
+  kvBlocksFree: number;
+  prefillTokens: number;
+  prefillSeconds: number;
+  decodeTokens: number;
+  decodeSeconds: number;
+}
+
+export type HostMessage =
+  | { op: "load"; options: EngineOptions }
+  | { op: "generate"; request: GenerateRequest }
+  | { op: "cancel"; id: string }
+  | { op: "stats"; tag: number }
+  | { op: "close" };
+
+export type WorkerMessage =
+  | { op: "loaded"; description: ModelDescription }
+  | { op: "load_failed"; code: string; message: string }
+  | { op: "event"; event: EngineEvent }
+  | { op: "stats"; tag: number; stats: EngineStats }
+  | { op: "closed" };
+
+export interface EngineOptions {
+  modelPath: string;
+  /** "auto" picks CUDA when present, else the CPU kernels. */
+  device: "auto" | "cpu" | "cuda" | "reference";
+  /** CPU threads (0 = all cores). */
+  threads: number;
+  /** Cap on the context (0 = the model's). Never silently below what a request needs. */
+  contextLength: number;
+  /** Sequences decoded together. */
+  maxSequences: number;
+  /** Tokens per step at most (prefill chunk size). */
+  maxBatchTokens: number;
+  kvDtype: "f16" | "f32";
+}

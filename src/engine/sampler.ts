@@ -1,0 +1,202 @@
+/**
+ * Turns a row of logits into the next token. The chain, in the order vLLM and Hugging Face
+ * apply it: logit bias, repetition penalty (prompt and output tokens), presence and
+ * frequency penalties (output tokens), temperature, top-k, top-p, min-p, then a draw
+ * from the seeded RNG. Temperature 0 is greedy. Log-probs are those of the model's raw
+ * distribution (before any of the above), as OpenAI reports them.
+ */
+
+import { Rng } from "../gguf/rng.ts";
+
+export interface SamplingParams {
+  /** 0 = greedy. */
+  temperature: number;
+  /** 0 = off. */
+  topK: number;
+  /** 1 = off. */
+  topP: number;
+  /** 0 = off. */
+  minP: number;
+  /** 1 = off; > 1 discourages tokens already in the prompt or output. */
+  repetitionPenalty: number;
+  /** Subtracted once from the logit of every token already generated. */
+  presencePenalty: number;
+  /** Subtracted from a token's logit once per time it was generated. */
+  frequencyPenalty: number;
+  /** Added to the logits of the given token ids. */
+  logitBias?: ReadonlyMap<number, number>;
+  /** Same seed, same prompt, same params: same tokens. Absent: a random seed. */
+  seed?: number;
+  /** Log-probs of this many most likely alternatives per step (0 = none). */
+  topLogprobs: number;
+  /** Whether to report the chosen token's log-prob. */
+  logprobs: boolean;
+}
+
+export const GREEDY: SamplingParams = {
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  minP: 0,
+  repetitionPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  topLogprobs: 0,
+  logprobs: false,
+};
+
+export interface TokenLogprob {
+  id: number;
+  logprob: number;
+}
+
+export interface SampledToken {
+  id: number;
+  /** Present when `logprobs` or `topLogprobs` was asked for. */
+  logprob?: number;
+  top?: TokenLogprob[];
+}
+
+/** Candidates below max - CUTOFF (in tempered logits) carry < e^-30 of the mass each. */
+const CUTOFF = 30;
+
+/** Folds an arbitrary (possibly huge or negative) integer seed into 32 bits. */
+function seed32(seed: number): number {
+  const lo = Number(BigInt.asUintN(32, BigInt(Math.trunc(seed))));
+  const hi = Number(BigInt.asUintN(32, BigInt(Math.trunc(seed)) >> 32n));
+  return (lo ^ Math.imul(hi, 0x9e3779b1)) >>> 0;
+}
+
+export class Sampler {
+  readonly #params: SamplingParams;
+  readonly #rng: Rng;
+  readonly #scratch: Float32Array;
+  /** Output-token counts (presence/frequency) and every token seen (repetition). */
+  readonly #generated = new Map<number, number>();
+  readonly #seen = new Set<number>();
+
+  constructor(params: SamplingParams, vocabSize: number, promptIds: ArrayLike<number> = []) {
+    this.#params = params;
+    this.#rng = new Rng(seed32(params.seed ?? Math.floor(Math.random() * 2 ** 32)));
+    this.#scratch = new Float32Array(vocabSize);
+    for (let i = 0; i < promptIds.length; i++) this.#seen.add(promptIds[i]);
+  }
+
+  /** Records a token that became part of the output (penalties see it from now on). */
+  accept(id: number): void {
+    this.#generated.set(id, (this.#generated.get(id) ?? 0) + 1);
+    this.#seen.add(id);
+  }
+
+  /** Chooses the next token from `logits` (left untouched). */
+  sample(logits: Float32Array): SampledToken {
+    const p = this.#params;
+    const x = this.#scratch;
+    x.set(logits.subarray(0, x.length));
+    this.#applyBiasAndPenalties(x);
+
+    const id = p.temperature <= 0 ? argmax(x) : this.#draw(x);
+    const out: SampledToken = { id };
+    if (p.logprobs || p.topLogprobs > 0) {
+      const logZ = logSumExp(logits);
+      out.logprob = logits[id] - logZ;
+      if (p.topLogprobs > 0) {
+        out.top = topIds(logits, p.topLogprobs).map((t) => ({ id: t, logprob: logits[t] - logZ }));
+      }
+    }
+    return out;
+  }
+
+  #applyBiasAndPenalties(x: Float32Array): void {
+    const p = this.#params;
+    if (p.logitBias) {
+      for (const [id, bias] of p.logitBias) if (id >= 0 && id < x.length) x[id] += bias;
+    }
+    if (p.repetitionPenalty !== 1) {
+      for (const id of this.#seen) {
+        if (id < 0 || id >= x.length) continue;
+        x[id] = x[id] > 0 ? x[id] / p.repetitionPenalty : x[id] * p.repetitionPenalty;
+      }
+    }
+    if (p.presencePenalty !== 0 || p.frequencyPenalty !== 0) {
+      for (const [id, count] of this.#generated) {
+        if (id < 0 || id >= x.length) continue;
+        x[id] -= p.presencePenalty + p.frequencyPenalty * count;
+      }
+    }
+  }
+
+  /** Temperature, truncation (top-k, top-p, min-p), then a draw. */
+  #draw(x: Float32Array): number {
+    const p = this.#params;
+    const max = x[argmax(x)];
+    // Only tokens within CUTOFF of the best (after temperature) can matter.
+    const floor = max - CUTOFF * p.temperature;
+    const cand: number[] = [];
+    for (let i = 0; i < x.length; i++) if (x[i] >= floor) cand.push(i);
+    cand.sort((a, b) => x[b] - x[a] || a - b);
+
+    let n = cand.length;
+    if (p.topK > 0) n = Math.min(n, p.topK);
+    const probs = new Float64Array(n);
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      probs[i] = Math.exp((x[cand[i]] - max) / p.temperature);
+      total += probs[i];
+    }
+    if (p.topP < 1) {
+      let acc = 0;
+      for (let i = 0; i < n; i++) {
+        acc += probs[i] / total;
+        if (acc >= p.topP) {
+          n = i + 1;
+          break;
+        }
+      }
+    }
+    if (p.minP > 0) {
+      const threshold = p.minP * probs[0];
+      let keep = 1;
+      while (keep < n && probs[keep] >= threshold) keep++;
+      n = keep;
+    }
+    let mass = 0;
+    for (let i = 0; i < n; i++) mass += probs[i];
+    let r = this.#rng.float() * mass;
+    for (let i = 0; i < n; i++) {
+      r -= probs[i];
+      if (r < 0) return cand[i];
+    }
+    return cand[n - 1];
+  }
+}
+
+/** Index of the largest value (the lowest index among ties). */
+export function argmax(x: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
+  return best;
+}
+
+/** The `k` indices with the largest values, best first (ties: lower index first). */
+export function topIds(x: ArrayLike<number>, k: number): number[] {
+  const top: number[] = [];
+  for (let i = 0; i < x.length; i++) {
+    if (top.length === k && x[i] <= x[top[k - 1]]) continue;
+    let j = top.length < k ? top.length : k - 1;
+    top[j] = i;
+    while (j > 0 && x[top[j - 1]] < x[top[j]]) {
+      [top[j - 1], top[j]] = [top[j], top[j - 1]];
+      j--;
+    }
+  }
+  return top;
+}
+
+function logSumExp(x: Float32Array): number {
+  let max = -Infinity;
+  for (let i = 0; i < x.length; i++) if (x[i] > max) max = x[i];
+  let sum = 0;
+  for (let i = 0; i < x.length; i++) sum += Math.exp(x[i] - max);
+  return max + Math.log(sum);
+}

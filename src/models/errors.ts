@@ -1,0 +1,13 @@
+import { NeuronError } from "../common/errors.ts";
+
+export type ModelErrorCode = "unsupported_arch" | "bad_tensor_shape" | "bad_hparams";
+
+/** A model file whose architecture or tensors neuron cannot run. */
+export class ModelError extends NeuronError {
+  override readonly code: ModelErrorCode;
+
+  constructor(code: ModelErrorCode, message: string) {
+    super(code, message);
+    this.code = code;
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * Qwen3, written once against the Backend ops. Per layer:
+ *
+ *   h   = x + Wo · attn(rope(qnorm(Wq · n1)), rope(knorm(Wk · n1)), Wv · n1),  n1 = rms(x)
+ *   out = h + Wdown · (silu(Wgate · n2) * (Wup · n2)),                          n2 = rms(h)
+ *
+ * and logits = Wout · rms(x_last). Q and K are RMS-normalised per head before RoPE (the
+ * Qwen3 change from Qwen2); the output matrix is the token embedding when tied.
+ */
+
+import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
+import { architecture, optionalNumber, requireNumber } from "../gguf/metadata.ts";
+import type {
+  Activation,
+  AttentionShape,
+  Backend,
+  KvCache,
+  StepLayout,
+  Weight,
+} from "../backend/backend.ts";
+import { ModelError } from "./errors.ts";
+
+export interface Qwen3Hparams {
+  nLayers: number;
+  nEmbd: number;
+  nFf: number;
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  contextLength: number;
+  ropeBase: number;
+  rmsEps: number;
+  tiedOutput: boolean;
+}
+
+/** Reads the hyper-parameters; every missing key is named in the error. */
+export function readQwen3Hparams(file: GgufFile): Qwen3Hparams {
+  const arch = architecture(file);
+  if (arch !== "qwen3") {
+    throw new ModelError(
+      "unsupported_arch",
+      `architecture '${arch}' is not supported (qwen3 only)`,
+    );
+  }
+  const key = (name: string): string => `${arch}.${name}`;
+  const nEmbd = requireNumber(file, key("embedding_length"));
+  const nHeads = requireNumber(file, key("attention.head_count"));
+  const embd = file.requireTensor("token_embd.weight");
+  return {
+    nLayers: requireNumber(file, key("block_count")),
+    nEmbd,
+    nFf: requireNumber(file, key("feed_forward_length")),
+    nHeads,
+    nKvHeads: optionalNumber(file, key("attention.head_count_kv")) ?? nHeads,
+    headDim: optionalNumber(file, key("attention.key_length")) ?? nEmbd / nHeads,
+    vocabSize: embd.ne[1],
+    contextLength: requireNumber(file, key("context_length")),
+    ropeBase: optionalNumber(file, key("rope.freq_base")) ?? 10000,
+    rmsEps: requireNumber(file, key("attention.layer_norm_rms_epsilon")),
+    tiedOutput: file.tensor("output.weight") === undefined,
+  };
+}
+
+interface LayerWeights {
+  attnNorm: Weight;
+  wq: Weight;
+  wk: Weight;
+  wv: Weight;
+  wo: Weight;
+  qNorm: Weight;
+  kNorm: Weight;
+  ffnNorm: Weight;
+  wGate: Weight;
+  wUp: Weight;
+  wDown: Weight;
+}
+
+/** Scratch activations for steps of up to `tokens` rows and `logitRows` logits rows. */
+interface Workspace {
+  tokens: number;
+  logitRows: number;
+  x: Activation;
+  n: Activation;
+  q: Activation;
+  k: Activation;
+  v: Activation;
+  attn: Activation;
+  proj: Activation;
+  gate: Activation;
+  up: Activation;
+  last: Activation;
+  logits: Activation;
+}
+
+function loadWeight(
+  file: GgufFile,
+  backend: Backend,
+  name: string,
+  shape: [cols: number, rows?: number],
+): Weight {
+  const t: GgufTensorInfo = file.requireTensor(name);
+  const [cols, rows = 1] = shape;
+  if (t.ne[0] !== cols || (t.ne[1] ?? 1) !== rows || t.ne.slice(2).some((d) => d !== 1)) {
+    throw new ModelError(
+      "bad_tensor_shape",
+      `tensor '${name}' has shape [${t.ne.join(", ")}], expected [${cols}, ${rows}]`,
+    );
+  }
+  return backend.loadWeight({
+    name,
+    type: t.type,
+    rows,
+    cols,
+    bytes: file.data(t),
+    pointer: file.pointer(t),
+  });
+}
+
+export class Qwen3Model {
+  #workspace: Workspace | null = null;
+
+  private constructor(
+    readonly hparams: Qwen3Hparams,
+    private readonly backend: Backend,
+    private readonly tokenEmbd: Weight,
+    private readonly layers: LayerWeights[],
+    private readonly outputNorm: Weight,
+    private readonly output: Weight,
+  ) {}
+
+  /** Binds every tensor of `file` to `backend`, checking names and shapes. */
+  static load(file: GgufFile, backend: Backend): Qwen3Model {
+    const hp = readQwen3Hparams(file);
+    const { nEmbd, nFf, nHeads, nKvHeads, headDim, vocabSize } = hp;
+    if (nHeads % nKvHeads !== 0) {
+      throw new ModelError("bad_hparams", `${nHeads} heads do not group into ${nKvHeads} KV heads`);
+    }
+    const w = (name: string, cols: number, rows?: number): Weight =>
+      loadWeight(file, backend, name, [cols, rows]);
+    const tokenEmbd = w("token_embd.weight", nEmbd, vocabSize);
+    const layers = Array.from({ length: hp.nLayers }, (_, i): LayerWeights => {
+      const b = `blk.${i}`;
+      return {
+        attnNorm: w(`${b}.attn_norm.weight`, nEmbd),
+        wq: w(`${b}.attn_q.weight`, nEmbd, nHeads * headDim),
+        wk: w(`${b}.attn_k.weight`, nEmbd, nKvHeads * headDim),
+        wv: w(`${b}.attn_v.weight`, nEmbd, nKvHeads * headDim),
+        wo: w(`${b}.attn_output.weight`, nHeads * headDim, nEmbd),
+        qNorm: w(`${b}.attn_q_norm.weight`, headDim),
+        kNorm: w(`${b}.attn_k_norm.weight`, headDim),
+        ffnNorm: w(`${b}.ffn_norm.weight`, nEmbd),
+        wGate: w(`${b}.ffn_gate.weight`, nEmbd, nFf),
+        wUp: w(`${b}.ffn_up.weight`, nEmbd, nFf),
+        wDown: w(`${b}.ffn_down.weight`, nFf, nEmbd),
+      };
+    });
+    const outputNorm = w("output_norm.weight", nEmbd);
+    const output = hp.tiedOutput ? tokenEmbd : w("output.weight", nEmbd, vocabSize);
+    return new Qwen3Model(hp, backend, tokenEmbd, layers, outputNorm, output);
+  }
+
+  /**
+   * Runs the tokens of one step (rows of possibly several sequences, see `layout`)
+   * through the model, writing their K/V into `cache`, and returns the logits of the rows
+   * listed in `logitRows` (one row of `vocabSize` each, in that order).
+   */
+  forward(ids: Int32Array, layout: StepLayout, cache: KvCache, logitRows: Int32Array): Activation {
+    const hp = this.hparams;
+    const be = this.backend;
+    const ws = this.#workspaceFor(ids.length, logitRows.length);
+    const n = ids.length;
+    const rows = (a: Activation): Activation => be.rowsOf(a, n);
+    const [x, xn, q, k, v, attn, proj, gate, up] = [
+      ws.x,
+      ws.n,
+      ws.q,
+      ws.k,
+      ws.v,
+      ws.attn,
+      ws.proj,
+      ws.gate,
+      ws.up,
+    ].map(rows);
+    const shape: AttentionShape = {
+      nHeads: hp.nHeads,
+      nKvHeads: hp.nKvHeads,
+      headDim: hp.headDim,
+      scale: 1 / Math.sqrt(hp.headDim),
+    };
+
+    be.embed(x, this.tokenEmbd, ids);
+    this.layers.forEach((l, layer) => {
+      be.rmsNorm(xn, x, l.attnNorm, hp.nEmbd, hp.rmsEps);
+      be.matmul(q, l.wq, xn);
+      be.matmul(k, l.wk, xn);
+      be.matmul(v, l.wv, xn);
+      be.rmsNorm(q, q, l.qNorm, hp.headDim, hp.rmsEps);
+      be.rmsNorm(k, k, l.kNorm, hp.headDim, hp.rmsEps);
+      be.ropeNeox(q, layout, hp.nHeads, hp.headDim, hp.ropeBase);
+      be.ropeNeox(k, layout, hp.nKvHeads, hp.headDim, hp.ropeBase);
+      be.storeKv(cache, layer, k, v, layout);
+      be.attention(attn, q, cache, layer, layout, shape);
+      be.matmul(proj, l.wo, attn);
+      be.add(x, x, proj);
+
+      be.rmsNorm(xn, x, l.ffnNorm, hp.nEmbd, hp.rmsEps);
+      be.matmul(gate, l.wGate, xn);
+      be.matmul(up, l.wUp, xn);
+      be.siluMul(gate, gate, up);
+      be.matmul(proj, l.wDown, gate);
+      be.add(x, x, proj);
+    });
+
+    const last = be.rowsOf(ws.last, logitRows.length);
+    const logits = be.rowsOf(ws.logits, logitRows.length);
+    be.gatherRows(last, x, logitRows);
+    be.rmsNorm(last, last, this.outputNorm, hp.nEmbd, hp.rmsEps);
+    be.matmul(logits, this.output, last);
+    return logits;
+  }
+
+  /** Scratch space large enough for the step; grows (and frees the old one) when needed. */
+  #workspaceFor(tokens: number, logitRows: number): Workspace {
+    const cur = this.#workspace;
+    if (cur !== null && cur.tokens >= tokens && cur.logitRows >= logitRows) return cur;
+    const hp = this.hparams;
+    const be = this.backend;
+    const t = Math.max(tokens, cur?.tokens ?? 0);
+    const lr = Math.max(logitRows, cur?.logitRows ?? 0);
+    if (cur !== null) this.#freeWorkspace(cur);
+    const qDim = hp.nHeads * hp.headDim;
+    const kvDim = hp.nKvHeads * hp.headDim;
+    this.#workspace = {
+      tokens: t,
+      logitRows: lr,
+      x: be.activation(t, hp.nEmbd),
+      n: be.activation(t, hp.nEmbd),
+      q: be.activation(t, qDim),
+      k: be.activation(t, kvDim),
+      v: be.activation(t, kvDim),
+      attn: be.activation(t, qDim),
+      proj: be.activation(t, hp.nEmbd),
+      gate: be.activation(t, hp.nFf),
+      up: be.activation(t, hp.nFf),
+      last: be.activation(lr, hp.nEmbd),
+      logits: be.activation(lr, hp.vocabSize),
+    };
+    return this.#workspace;
+  }
+
+  #freeWorkspace(ws: Workspace): void {
+    const { tokens: _t, logitRows: _l, ...acts } = ws;
+    for (const a of Object.values(acts)) this.backend.free(a);
+  }
+
+  /** Frees the scratch space (weights and caches belong to the backend). */
+  close(): void {
+    if (this.#workspace !== null) this.#freeWorkspace(this.#workspace);
+    this.#workspace = null;
+  }
+}
