@@ -5,7 +5,7 @@
  *         -> reasoning / tool-call parser -> delta events
  */
 
-import { OutputParser } from "../chat/mod.ts";
+import type { OutputParser } from "../chat/mod.ts";
 import type { Tokenizer } from "../tokenizer/mod.ts";
 import { IncrementalDetokenizer } from "../tokenizer/mod.ts";
 import type { EngineEvent, FinishReason, GenerateRequest, TokenInfo } from "./protocol.ts";
