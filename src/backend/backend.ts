@@ -143,6 +143,12 @@ export interface Backend {
   /** Copies rows of `a` into `out` (out[i] = a[rows[i]]): selects the rows that need logits. */
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void;
 
+  /**
+   * Memory read bandwidth of this device in GB/s, measured now (benchmarks report decode
+   * efficiency against it). Optional: the reference backend has no meaningful figure.
+   */
+  bandwidthGBs?(): number;
+
   /** Reads an activation back to the host. */
   read(a: Activation): Float32Array;
 

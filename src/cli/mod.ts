@@ -7,6 +7,8 @@ import { serveCommand } from "./serve.ts";
 import { tokenizeCommand } from "./tokenize.ts";
 import { detokenizeCommand } from "./detokenize.ts";
 import { templateCommand } from "./template.ts";
+import { generateCommand } from "./generate.ts";
+import { benchCommand } from "./bench.ts";
 
 /** Every subcommand, one line each; `neuron` alone (or with only flags) means `serve`. */
 export const COMMANDS: Record<string, Command> = {
@@ -14,6 +16,8 @@ export const COMMANDS: Record<string, Command> = {
   tokenize: tokenizeCommand,
   detokenize: detokenizeCommand,
   template: templateCommand,
+  generate: generateCommand,
+  bench: benchCommand,
 };
 
 export type { Command } from "./command.ts";

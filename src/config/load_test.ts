@@ -96,7 +96,7 @@ Deno.test("errors: one line naming the file and the key", async () => {
   assertEquals(await failure(`port = 1.5\n`), "neuron.toml: port: expected int, got float");
   assertEquals(
     await failure(`[harness.native]\ndevice = "gpu"\n`),
-    'neuron.toml: harness.native.device: expected one of "auto", "cpu", "cuda", got "gpu"',
+    'neuron.toml: harness.native.device: expected one of "auto", "cpu", "cuda", "reference", got "gpu"',
   );
   assertEquals(
     await failure(`[[harnesses]]\nname = "vllm"\n`),

@@ -28,7 +28,8 @@ export const nativeSchema = z.strictObject({
   hf_cache: z.string().min(1).optional(),
   model_dirs: z.array(z.string().min(1)).default([]),
   threads: z.int().min(1).max(1024).optional(),
-  device: z.enum(["auto", "cpu", "cuda"]).default("auto"),
+  // `reference` is the pure-TypeScript backend: slow, for checking the others.
+  device: z.enum(["auto", "cpu", "cuda", "reference"]).default("auto"),
   context_length: z.int().min(1).optional(),
   sources: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/), sourceSchema).default({}),
   admission: admissionSchema.prefault({}),

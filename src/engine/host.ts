@@ -16,6 +16,7 @@ import type {
   ModelDescription,
   WorkerMessage,
 } from "./protocol.ts";
+import { Doorbell } from "./yield.ts";
 
 /** A failure reported by the engine, keeping the engine's code (e.g. context_length_exceeded). */
 export class EngineRequestError extends EngineError {
@@ -82,6 +83,7 @@ interface Pending {
 
 export class EngineHost {
   readonly #worker: Worker;
+  readonly #doorbell = new Doorbell();
   readonly #streams = new Map<string, GenerationStream>();
   readonly #pending = new Map<string, Pending>();
   readonly #statsWaiters = new Map<number, (stats: EngineStats) => void>();
@@ -125,7 +127,7 @@ export class EngineHost {
           host.#die(err);
         }
       };
-      host.#post({ op: "load", options });
+      host.#post({ op: "load", options, doorbell: host.#doorbell.buffer });
     });
   }
 
@@ -175,6 +177,7 @@ export class EngineHost {
   }
 
   #post(message: HostMessage): void {
+    this.#doorbell.ring();
     this.#worker.postMessage(message);
   }
 

@@ -4,7 +4,7 @@
  */
 
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
-import type { SamplingParams, TokenLogprob } from "./sampler.ts";
+import type { SamplingParams } from "./sampler.ts";
 
 export type Prompt =
   | {
@@ -31,13 +31,21 @@ export interface GenerateRequest {
   parseOutput?: boolean;
 }
 
+/** A candidate token and its log-probability. */
+export interface TokenCandidate {
+  id: number;
+  /** The token's bytes, so the HTTP side can show it without a tokenizer. */
+  bytes: number[];
+  logprob: number;
+}
+
 /** One generated token, as the API's logprobs and the CLI need it. */
 export interface TokenInfo {
   id: number;
   /** The token's bytes (a token may hold part of a UTF-8 character). */
   bytes: number[];
   logprob?: number;
-  top?: TokenLogprob[];
+  top?: TokenCandidate[];
   /** Raw logits of the best `topLogits` candidates at this step, best first. */
   topLogits?: Array<[number, number]>;
 }
@@ -94,7 +102,7 @@ export interface EngineStats {
 }
 
 export type HostMessage =
-  | { op: "load"; options: EngineOptions }
+  | { op: "load"; options: EngineOptions; doorbell: SharedArrayBuffer }
   | { op: "generate"; request: GenerateRequest }
   | { op: "cancel"; id: string }
   | { op: "stats"; tag: number }

@@ -78,11 +78,12 @@ export class Sequence {
     this.sampler.accept(id);
     this.generated++;
     this.pending = id;
+    const bytesOf = (t: number): number[] => Array.from(this.#tokenizer.tokenBytes(t, true));
     const info: TokenInfo = {
       id,
-      bytes: Array.from(this.#tokenizer.tokenBytes(id, true)),
+      bytes: bytesOf(id),
       logprob: sampled.logprob,
-      top: sampled.top,
+      top: sampled.top?.map((t) => ({ id: t.id, bytes: bytesOf(t.id), logprob: t.logprob })),
       topLogits,
     };
     if (this.#parser?.inReasoning) this.reasoningTokens++;

@@ -9,10 +9,12 @@ import { errorMessage, NeuronError } from "../common/errors.ts";
 import { log } from "../common/log.ts";
 import { Engine } from "./engine.ts";
 import type { EngineEvent, HostMessage, WorkerMessage } from "./protocol.ts";
-import { yieldToEventLoop } from "./yield.ts";
+import { Doorbell, yieldToEventLoop } from "./yield.ts";
 
 let engine: Engine | null = null;
 let stepping = false;
+let doorbell: Doorbell | null = null;
+let received = 0;
 
 function send(message: WorkerMessage): void {
   self.postMessage(message);
@@ -38,7 +40,7 @@ async function run(): Promise<void> {
         log.error("engine step failed", { error: errorMessage(err) });
         engine.failAll(codeOf(err), errorMessage(err));
       }
-      await yieldToEventLoop();
+      await yieldToEventLoop(doorbell, received);
     }
   } finally {
     stepping = false;
@@ -47,8 +49,10 @@ async function run(): Promise<void> {
 
 self.onmessage = (e: MessageEvent<HostMessage>): void => {
   const msg = e.data;
+  received++;
   switch (msg.op) {
     case "load":
+      doorbell = new Doorbell(msg.doorbell);
       try {
         engine = Engine.open(msg.options);
         send({ op: "loaded", description: engine.description });

@@ -1,8 +1,33 @@
 /**
- * Lets queued messages (a cancel, a new request) run between engine steps. A
- * MessageChannel round trip takes ~20 µs; `setTimeout(0)` is clamped to milliseconds
- * once nested, which would add a millisecond or more to every token.
+ * How the engine Worker lets messages in between steps.
+ *
+ * Measured in Deno 2.9: a Worker that yields with MessageChannel round trips (~20 µs)
+ * does not see messages from its host for hundreds of milliseconds, while `setTimeout(0)`
+ * delivers them at once but costs ~2 ms per yield. So the host rings a doorbell in shared
+ * memory for every message it posts, and the Worker takes the slow yield only while it
+ * has received fewer messages than were posted: a cancel or a new request is seen after
+ * at most one step, and an undisturbed decode loop pays ~20 µs per step.
  */
+
+/** A counter of posted messages shared by the host and its Worker. */
+export class Doorbell {
+  readonly buffer: SharedArrayBuffer;
+  readonly #count: Int32Array;
+
+  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(4)) {
+    this.buffer = buffer;
+    this.#count = new Int32Array(buffer);
+  }
+
+  /** Host: call once before each postMessage to the Worker. */
+  ring(): void {
+    Atomics.add(this.#count, 0, 1);
+  }
+
+  get posted(): number {
+    return Atomics.load(this.#count, 0);
+  }
+}
 
 const channel = new MessageChannel();
 const waiting: Array<() => void> = [];
@@ -10,9 +35,17 @@ channel.port1.onmessage = () => waiting.shift()?.();
 // The channel must not keep a finished worker or test alive.
 (channel.port1 as unknown as { unref?: () => void }).unref?.();
 
-export function yieldToEventLoop(): Promise<void> {
+function quickYield(): Promise<void> {
   return new Promise((resolve) => {
     waiting.push(resolve);
     channel.port2.postMessage(0);
   });
+}
+
+/** Worker side: yields so that every message posted so far gets delivered. */
+export function yieldToEventLoop(doorbell: Doorbell | null, received: number): Promise<void> {
+  if (doorbell !== null && doorbell.posted > received) {
+    return new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  return quickYield();
 }

@@ -22,8 +22,32 @@ export interface ModelInfo {
   servable?: { ok: true } | { ok: false; reason: string; detail?: string };
   /** 0..1 while status is `loading`. */
   progress?: number;
+  /** What a load is doing (stage, download bytes, rate, ETA) while status is `loading`. */
+  load_progress?: LoadProgressDetail;
   /** Why, when status is `failed`. */
   error?: string;
+  /** Weight format, e.g. "Q8_0" (native models). */
+  quantization?: string;
+  /** Bytes the model holds: weights and KV cache (native models). */
+  memory_bytes?: number;
+}
+
+/** A load's progress as /models shows it. */
+export interface LoadProgressDetail {
+  stage: string;
+  file?: string;
+  downloaded_bytes?: number;
+  total_bytes?: number;
+  bytes_per_sec?: number;
+  eta_secs?: number | null;
+}
+
+/** A latency histogram: cumulative `counts[i]` of observations <= `buckets[i]` seconds. */
+export interface HistogramSnapshot {
+  buckets: number[];
+  counts: number[];
+  sum: number;
+  count: number;
 }
 
 /** Per-model load numbers for /health and /metrics. */
@@ -36,6 +60,10 @@ export interface ModelStats {
   /** Running totals, when the harness counts tokens itself. */
   prompt_tokens_total?: number;
   completion_tokens_total?: number;
+  /** Requests by how they ended (completed, cancelled, failed, rejected). */
+  requests_total?: Record<string, number>;
+  time_to_first_token_seconds?: HistogramSnapshot;
+  inter_token_latency_seconds?: HistogramSnapshot;
 }
 
 export interface HarnessHealth {
@@ -53,6 +81,7 @@ export interface LoadProgress {
   /** 0..1 */
   fraction: number;
   stage: string;
+  detail?: LoadProgressDetail;
 }
 
 /** The OpenAI routes a harness serves. */

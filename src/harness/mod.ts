@@ -4,15 +4,17 @@ export type {
   HarnessContext,
   HarnessHealth,
   HarnessKind,
+  HistogramSnapshot,
   InferenceCall,
   InferenceRoute,
   LoadProgress,
+  LoadProgressDetail,
   ModelInfo,
   ModelStats,
   ModelStatus,
 } from "./harness.ts";
 export { HarnessError, type HarnessErrorCode } from "./errors.ts";
 export { HarnessRegistry } from "./registry.ts";
-export { NativeHarness } from "./native.ts";
+export { NativeHarness } from "./native/mod.ts";
 export { ExternalHarness } from "./external.ts";
 export { passThrough } from "./proxy.ts";

@@ -1,13 +1,25 @@
 import { type Config, type ModelSpec, NATIVE_NAMES, nativeConfig } from "../config/mod.ts";
-import { errorMessage } from "../common/errors.ts";
+import { errorMessage, NeuronError } from "../common/errors.ts";
 import { log } from "../common/log.ts";
 import { HarnessError } from "./errors.ts";
 import { ExternalHarness } from "./external.ts";
 import type { Harness, HarnessContext, HarnessHealth, LoadProgress, ModelInfo } from "./harness.ts";
-import { NativeHarness } from "./native.ts";
+import { NativeHarness } from "./native/mod.ts";
 
 /** Failures caused by the request itself: nothing was attempted, so nothing is recorded. */
-const REQUEST_ERRORS = new Set(["unknown_harness", "path_not_allowed", "model_not_found"]);
+const REQUEST_ERRORS = new Set([
+  "unknown_harness",
+  "path_not_allowed",
+  "model_not_found",
+  // the model_id or quant names nothing loadable (hub requests)
+  "invalid_model_id",
+  "unknown_source",
+  "repo_not_found",
+  "quant_not_found",
+  "quant_required",
+  "split_gguf_unsupported",
+  "tensor_parallel_unavailable",
+]);
 
 interface PendingLoad {
   harness: string;
@@ -33,7 +45,7 @@ export class HarnessRegistry {
     return new HarnessRegistry(
       config.harnesses.map((entry) =>
         NATIVE_NAMES.includes(entry.name)
-          ? new NativeHarness(entry.name, nativeConfig(config))
+          ? new NativeHarness(entry.name, nativeConfig(config), ctx)
           : new ExternalHarness(entry, config.systemd.systemctl, ctx)
       ),
     );
@@ -138,7 +150,7 @@ export class HarnessRegistry {
       },
       (err) => {
         mlog.warn("model load failed", { error: errorMessage(err) });
-        if (err instanceof HarnessError && REQUEST_ERRORS.has(err.code)) throw err;
+        if (err instanceof NeuronError && REQUEST_ERRORS.has(err.code)) throw err;
         this.#failed.set(id, {
           id,
           harness: harness.name,

@@ -2,7 +2,8 @@ import { assertEquals, assertRejects } from "../../tests/support/assert.ts";
 import type { ModelSpec } from "../config/mod.ts";
 import { HarnessError } from "./errors.ts";
 import type { Harness, HarnessHealth, InferenceCall, ModelInfo } from "./harness.ts";
-import { NativeHarness } from "./native.ts";
+import { NativeHarness } from "./native/mod.ts";
+import { HubError } from "../hub/mod.ts";
 import { HarnessRegistry } from "./registry.ts";
 import { nativeSchema } from "../config/schema.ts";
 import { captureLogs } from "../common/log.ts";
@@ -113,16 +114,19 @@ Deno.test("registry: unload goes to the owning harness; unknown ids are model_no
 });
 
 Deno.test("registry: candle and native name the same harness; unknown names are refused", async () => {
-  const native = new NativeHarness("candle", nativeSchema.parse({}));
+  // Offline with an empty cache: the hub repository cannot be had, deterministically.
+  const native = new NativeHarness("candle", nativeSchema.parse({}), {
+    selfUrl: () => "http://localhost:13131",
+  }, { HF_HUB_OFFLINE: "1", HF_HUB_CACHE: "/nonexistent/neuron-test-cache" });
   const reg = new HarnessRegistry([native, new ScriptedHarness("ext")]);
   assertEquals(reg.get("native"), native);
   assertEquals(reg.get("candle"), native);
   const err = await assertRejects(() => reg.load(spec("a/b", "vllm")), HarnessError);
   assertEquals(err.code, "unknown_harness");
   assertEquals(err.message, 'unknown harness "vllm" (this node has: candle, ext)');
-  const eng = await assertRejects(() => reg.load(spec("a/b", "native")), HarnessError);
-  assertEquals(eng.code, "engine_unavailable");
-  // Request errors leave nothing behind; engine failures are recorded for the gateway.
+  const eng = await assertRejects(() => reg.load(spec("a/b", "native")), HubError);
+  assertEquals(eng.code, "not_cached");
+  // Request errors leave nothing behind; load failures are recorded for the gateway.
   assertEquals(reg.list().map((m) => [m.id, m.status]), [["a/b", "failed"]]);
   await reg.unload("a/b");
   assertEquals(reg.list(), []);

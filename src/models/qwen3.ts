@@ -163,7 +163,8 @@ export class Qwen3Model {
   /**
    * Runs the tokens of one step (rows of possibly several sequences, see `layout`)
    * through the model, writing their K/V into `cache`, and returns the logits of the rows
-   * listed in `logitRows` (one row of `vocabSize` each, in that order).
+   * listed in `logitRows` (one row of `vocabSize` each, in that order; none at all when the
+   * list is empty).
    */
   forward(ids: Int32Array, layout: StepLayout, cache: KvCache, logitRows: Int32Array): Activation {
     const hp = this.hparams;
@@ -212,8 +213,10 @@ export class Qwen3Model {
       be.add(x, x, proj);
     });
 
-    const last = be.rowsOf(ws.last, logitRows.length);
     const logits = be.rowsOf(ws.logits, logitRows.length);
+    // A step that only advances prompts (chunked prefill) needs no output head.
+    if (logitRows.length === 0) return logits;
+    const last = be.rowsOf(ws.last, logitRows.length);
     be.gatherRows(last, x, logitRows);
     be.rmsNorm(last, last, this.outputNorm, hp.nEmbd, hp.rmsEps);
     be.matmul(logits, this.output, last);

@@ -1,6 +1,5 @@
 import { errorMessage, NeuronError } from "../common/errors.ts";
 import { log } from "../common/log.ts";
-import { HarnessError } from "../harness/mod.ts";
 
 /**
  * Every error an HTTP client can see, and its status, in one place. Control-plane routes
@@ -56,6 +55,30 @@ const STATUS: Record<string, number> = {
   harness_unavailable: 503,
   shutting_down: 503,
   internal_error: 500,
+  tensor_parallel_unavailable: 400,
+  // hub downloads
+  invalid_model_id: 400,
+  unknown_source: 400,
+  repo_not_found: 404,
+  quant_not_found: 404,
+  quant_required: 400,
+  split_gguf_unsupported: 400,
+  hub_unauthorized: 403,
+  hub_unreachable: 502,
+  hub_error: 502,
+  integrity_failed: 502,
+  not_cached: 404,
+  cache_error: 500,
+  // inference
+  invalid_request: 400,
+  context_length_exceeded: 400,
+  template_unavailable: 400,
+  template_render_failed: 400,
+  rate_limit_exceeded: 503,
+  model_unloaded: 503,
+  request_cancelled: 503,
+  engine_closed: 503,
+  engine_crashed: 500,
 };
 
 /** Seconds to suggest in Retry-After for retryable statuses without their own hint. */
@@ -73,12 +96,20 @@ function map(err: unknown): Mapped {
   if (err instanceof NeuronError && Object.hasOwn(STATUS, err.code)) {
     const status = STATUS[err.code];
     const headers: Record<string, string> = err instanceof ServerError ? { ...err.headers } : {};
-    const retry = err instanceof HarnessError ? err.retryAfter : undefined;
+    // HarnessError, AdmissionError and others carry their own hint and offending field.
+    const { retryAfter, param } = err as { retryAfter?: unknown; param?: unknown };
     if (status === 503 || status === 429) {
-      headers["retry-after"] = String(retry ?? DEFAULT_RETRY_AFTER);
+      headers["retry-after"] = String(
+        typeof retryAfter === "number" ? retryAfter : DEFAULT_RETRY_AFTER,
+      );
     }
-    const param = err instanceof ServerError ? err.param : null;
-    return { status, code: err.code, message: err.message, param, headers };
+    return {
+      status,
+      code: err.code,
+      message: err.message,
+      param: typeof param === "string" ? param : null,
+      headers,
+    };
   }
   log.error("unhandled error", { error: errorMessage(err), stack: (err as Error)?.stack });
   return {

@@ -1,6 +1,27 @@
 import { versionInfo } from "../common/version.ts";
 import type { ServerDeps } from "./context.ts";
+import type { HistogramSnapshot } from "../harness/mod.ts";
 import { Exposition, METRICS_CONTENT_TYPE } from "./metrics.ts";
+
+/** One histogram family with a series per model. */
+function histogramFamily(
+  out: Exposition,
+  name: string,
+  help: string,
+  series: [string, string, HistogramSnapshot | undefined][],
+): void {
+  out.family(name, "histogram", help);
+  for (const [model, harness, h] of series) {
+    if (!h) continue;
+    const labels = { model, harness };
+    h.buckets.forEach((le, i) =>
+      out.sample(`${name}_bucket`, { ...labels, le: String(le) }, h.counts[i])
+    );
+    out.sample(`${name}_bucket`, { ...labels, le: "+Inf" }, h.count);
+    out.sample(`${name}_sum`, labels, h.sum);
+    out.sample(`${name}_count`, labels, h.count);
+  }
+}
 
 /** The whole /metrics document: HTTP series, models, GPUs, the process. */
 export function renderMetrics(
@@ -62,6 +83,29 @@ export function renderMetrics(
       }, m.completion_tokens_total);
     }
   }
+
+  out.family(
+    "neuron_model_requests_total",
+    "counter",
+    "Inference requests, per model and outcome.",
+  );
+  for (const m of stats) {
+    for (const [outcome, n] of Object.entries(m.requests_total ?? {})) {
+      out.sample("neuron_model_requests_total", { model: m.id, harness: m.harness, outcome }, n);
+    }
+  }
+  histogramFamily(
+    out,
+    "neuron_model_time_to_first_token_seconds",
+    "Time from a request's arrival to its first generated token.",
+    stats.map((m) => [m.id, m.harness, m.time_to_first_token_seconds]),
+  );
+  histogramFamily(
+    out,
+    "neuron_model_inter_token_latency_seconds",
+    "Time between consecutive generated tokens of a request.",
+    stats.map((m) => [m.id, m.harness, m.inter_token_latency_seconds]),
+  );
 
   const gpus = deps.probe.health();
   const MIB = 1024 * 1024;

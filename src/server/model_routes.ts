@@ -23,7 +23,10 @@ function wireModel(m: ModelInfo): Record<string, unknown> {
   if (m.reasoning !== undefined) out.reasoning = m.reasoning;
   if (m.servable) out.servable = m.servable;
   if (m.progress !== undefined) out.progress = m.progress;
+  if (m.load_progress !== undefined) out.load_progress = m.load_progress;
   if (m.error !== undefined) out.error = m.error;
+  if (m.quantization !== undefined) out.quantization = m.quantization;
+  if (m.memory_bytes !== undefined) out.memory_bytes = m.memory_bytes;
   return out;
 }
 

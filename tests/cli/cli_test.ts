@@ -7,7 +7,7 @@ Deno.test("--version prints one line and exits 0", async () => {
   assertEquals(r.code, 0);
   assertMatch(
     r.stdout,
-    /^neuron 0\.1\.0 \((\w{12}|unknown)(-dirty)?, [\w-]+, deno \d+\.\d+\.\d+\)\n$/,
+    /^neuron \d+\.\d+\.\d+ \((\w{12}|unknown)(-dirty)?, [\w-]+, deno \d+\.\d+\.\d+\)\n$/,
   );
 });
 
@@ -86,8 +86,11 @@ Deno.test("a port already in use is a runtime failure: exit 1", async () => {
 
 Deno.test("the example neuron.toml starts; offline, its default model fails visibly", async () => {
   const port = freePort();
+  // Offline with an empty cache: the hub model cannot be had, and no retry will change that.
   const node = await startNeuron(["--config", `${ROOT}neuron.toml`, "-p", String(port)], {
     NEURON_HOST: "127.0.0.1",
+    HF_HUB_OFFLINE: "1",
+    HF_HUB_CACHE: `${await Deno.makeTempDir()}/hub`,
   });
   try {
     assertEquals(node.port, port);

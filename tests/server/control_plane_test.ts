@@ -3,6 +3,7 @@
  * bound to a free loopback port.
  */
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
+import { fixture } from "../fixtures.ts";
 import { jsonOf, withNode } from "../support/node.ts";
 
 type Json = Record<string, unknown>;
@@ -17,7 +18,8 @@ Deno.test("/version: every field with its type", async () => {
     assertEquals(res.status, 200);
     assertEquals(res.headers.get("content-type"), "application/json");
     const v = await jsonOf(res) as Json;
-    assertEquals(v.package_version, "0.1.0");
+    const denoJson = JSON.parse(Deno.readTextFileSync(new URL("../../deno.json", import.meta.url)));
+    assertEquals(v.package_version, denoJson.version);
     assertMatch(String(v.git_sha), /^([0-9a-f]{40}|unknown)$/);
     assertEquals(typeof v.git_dirty, "boolean");
     assert(!Number.isNaN(Date.parse(String(v.build_timestamp))), "build_timestamp is a date");
@@ -42,76 +44,102 @@ Deno.test("/discovery: host facts, no devices and no CUDA error on a CPU host", 
   });
 });
 
-Deno.test("/health: required fields; default-model failure is visible in activation", async () => {
-  const raw = {
-    default_models: [{ model_id: "Qwen/Qwen3-0.6B-GGUF", harness: "native", quant: "q8_0" }],
-  };
-  await withNode(raw, async (node) => {
-    await node.activated;
-    const h = await jsonOf(await node.get("/health")) as Json;
-    assert(isInt(h.uptime_secs) && (h.uptime_secs as number) >= 0);
-    assertEquals([h.hostname, h.os, h.kernel], [Deno.hostname(), "Linux", Deno.osRelease()]);
-    assertEquals(h.devices, []);
-    assertEquals(h.models, []);
-    const a = h.activation as Json;
-    assertEquals(a.state, "ready");
-    assertEquals(a.pending, []);
-    assertEquals(a.in_progress, null);
-    assertEquals(a.completed, []);
-    const failed = a.failed as Json[];
-    assertEquals(failed.length, 1);
-    assertEquals(failed[0].model_id, "Qwen/Qwen3-0.6B-GGUF");
-    assertStringIncludes(String(failed[0].error), "native engine is not built yet");
-    const harnesses = h.harnesses as Json[];
-    assertEquals(harnesses[0].name, "native");
-    assertEquals(harnesses[0].kind, "native");
-    assert(node.logs.some((l) => l.includes('"msg":"model load failed"')), "failure is logged");
+/** A model directory holding one file that is not a GGUF: its load fails, deterministically. */
+async function withBrokenModel(fn: (dir: string, path: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/broken.gguf`, "not a gguf file");
+    await fn(dir, `${dir}/broken.gguf`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
 
-    const models = await jsonOf(await node.get("/models")) as Json[];
-    assert(Array.isArray(models), "/models is a bare array");
-    assertEquals(models.length, 1);
-    const m = models[0];
-    assertEquals(m.id, "Qwen/Qwen3-0.6B-GGUF");
-    assertEquals(m.harness, "native");
-    assertEquals(m.status, "failed");
-    assertEquals(m.devices, []);
-    assertEquals(m.vram_used_mb, null);
-    assertEquals((m.servable as Json).ok, false);
+Deno.test("/health: required fields; default-model failure is visible in activation", async () => {
+  await withBrokenModel(async (dir, broken) => {
+    const raw = {
+      harness: { native: { model_dirs: [dir] } },
+      default_models: [{ model_id: broken, harness: "native" }],
+    };
+    await withNode(raw, async (node) => {
+      await node.activated;
+      const h = await jsonOf(await node.get("/health")) as Json;
+      assert(isInt(h.uptime_secs) && (h.uptime_secs as number) >= 0);
+      assertEquals([h.hostname, h.os, h.kernel], [Deno.hostname(), "Linux", Deno.osRelease()]);
+      assertEquals(h.devices, []);
+      assertEquals(h.models, []);
+      const a = h.activation as Json;
+      assertEquals(a.state, "ready");
+      assertEquals(a.pending, []);
+      assertEquals(a.in_progress, null);
+      assertEquals(a.completed, []);
+      const failed = a.failed as Json[];
+      assertEquals(failed.length, 1);
+      assertEquals(failed[0].model_id, broken);
+      assertStringIncludes(String(failed[0].error), `cannot load ${broken}`);
+      const harnesses = h.harnesses as Json[];
+      assertEquals(harnesses[0].name, "native");
+      assertEquals(harnesses[0].kind, "native");
+      assert(node.logs.some((l) => l.includes('"msg":"model load failed"')), "failure is logged");
+
+      const models = await jsonOf(await node.get("/models")) as Json[];
+      assert(Array.isArray(models), "/models is a bare array");
+      assertEquals(models.length, 1);
+      const m = models[0];
+      assertEquals(m.id, broken);
+      assertEquals(m.harness, "native");
+      assertEquals(m.status, "failed");
+      assertEquals(m.devices, []);
+      assertEquals(m.vram_used_mb, null);
+      assertEquals((m.servable as Json).ok, false);
+    });
   });
 });
 
 Deno.test("/health while activation is pending reports pre_warming", async () => {
-  const raw = {
-    default_models: [
-      { model_id: "a/one", harness: "native" },
-      { model_id: "a/two", harness: "native" },
-    ],
-  };
-  await withNode(raw, async (node) => {
-    // Activation starts after the listener binds; the first poll sees it either running or
-    // done, and its lists always add up to the configured models.
-    const a = (await jsonOf(await node.get("/health")) as Json).activation as Json;
-    const total = (a.pending as unknown[]).length + (a.completed as unknown[]).length +
-      (a.failed as unknown[]).length + (a.in_progress ? 1 : 0);
-    assertEquals(total, 2);
-    assert(["pre_warming", "ready"].includes(String(a.state)));
-    await node.activated;
-    const after = (await jsonOf(await node.get("/health")) as Json).activation as Json;
-    assertEquals(after.state, "ready");
-    assertEquals((after.failed as Json[]).map((f) => f.model_id), ["a/one", "a/two"]);
+  await withBrokenModel(async (dir, broken) => {
+    await Deno.copyFile(broken, `${dir}/two.gguf`);
+    const raw = {
+      harness: { native: { model_dirs: [dir] } },
+      default_models: [
+        { model_id: broken, harness: "native" },
+        { model_id: `${dir}/two.gguf`, harness: "native" },
+      ],
+    };
+    await withNode(raw, async (node) => {
+      // Activation starts after the listener binds; the first poll sees it either running or
+      // done, and its lists always add up to the configured models.
+      const a = (await jsonOf(await node.get("/health")) as Json).activation as Json;
+      const total = (a.pending as unknown[]).length + (a.completed as unknown[]).length +
+        (a.failed as unknown[]).length + (a.in_progress ? 1 : 0);
+      assertEquals(total, 2);
+      assert(["pre_warming", "ready"].includes(String(a.state)));
+      await node.activated;
+      const after = (await jsonOf(await node.get("/health")) as Json).activation as Json;
+      assertEquals(after.state, "ready");
+      assertEquals((after.failed as Json[]).map((f) => f.model_id), [broken, `${dir}/two.gguf`]);
+    });
   });
 });
 
-Deno.test("/models/load: native answers engine_unavailable, candle is the same harness", async () => {
-  await withNode({}, async (node) => {
-    for (const harness of ["native", "candle"]) {
-      const res = await node.post("/models/load", { model_id: "Qwen/Qwen3-8B", harness });
-      assertEquals(res.status, 400);
-      const body = await jsonOf(res) as Json;
-      assertEquals(body.code, "engine_unavailable");
-      assertStringIncludes(String(body.error), "not built yet");
-    }
-  });
+Deno.test("/models/load: native loads a model, candle is the same harness", async () => {
+  const model = fixture("qwen3-tiny-q8_0.gguf");
+  await withNode(
+    { harness: { native: { model_dirs: [model.slice(0, model.lastIndexOf("/"))] } } },
+    async (node) => {
+      for (const harness of ["native", "candle"]) {
+        const res = await node.post("/models/load", { model_id: model, harness });
+        assertEquals(res.status, 200, await res.clone().text());
+        assertEquals(await jsonOf(res), { status: "loaded" });
+        const models = await jsonOf(await node.get("/models")) as Json[];
+        assertEquals(models.map((m) => [m.id, m.harness, m.status]), [[model, "native", "loaded"]]);
+        const again = await node.post("/models/load", { model_id: model, harness });
+        assertEquals(again.status, 409);
+        assertStringIncludes(String((await jsonOf(again) as Json).error), "already loaded");
+        assertEquals((await node.post("/models/unload", { model_id: model })).status, 200);
+      }
+    },
+  );
 });
 
 Deno.test("/models/load: request errors, each with its status and flat body", async () => {

@@ -1,0 +1,64 @@
+/*
+ * Sources named isa_*.c are compiled once per dispatch level with that level's target
+ * flags and NK_ISA_NAME set to scalar, avx2 or avx512; NK_FN(name) gives each copy its own
+ * symbols. kern_<level>.c holds the hand-written kernels of one level.
+ */
+#ifndef NK_ISA_COMMON_H
+#define NK_ISA_COMMON_H
+
+#include <immintrin.h>
+
+#include "nk_internal.h"
+
+#ifndef NK_ISA_NAME
+#error "NK_ISA_NAME must be defined by the build"
+#endif
+
+#define NK_CAT2(a, b) a##_##b
+#define NK_CAT(a, b) NK_CAT2(a, b)
+#define NK_FN(name) NK_CAT(name, NK_ISA_NAME)
+
+/* Packed panel layouts, shared by the packers (isa_pack.c) and the panel kernels:
+ * quantized: u[kp/4][panel_rows][4] bytes, then s[kp/group][panel_rows] and
+ * m[kp/group][panel_rows] floats (w = s * u + m per group of `group` columns);
+ * float: w[cols][panel_rows] f32. Rows past the matrix are zero. */
+void NK_FN(nk_pack_qpanel)(const nk_mm *mm, int64_t r0, int32_t panel_rows, uint8_t *u, float *s,
+                           float *m);
+void NK_FN(nk_pack_fpanel)(const nk_mm *mm, int64_t r0, int32_t panel_rows, float *w);
+
+void NK_FN(nk_quantize_act)(const float *x, int64_t cols, int64_t kp, int8_t *q, float *d16,
+                            float *s16, float *d32, float *s32);
+void NK_FN(nk_unpack)(int32_t type, const uint8_t *row, int64_t chunk, int64_t cols, nk_chunk *c);
+void NK_FN(nk_qdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+void NK_FN(nk_fdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+void NK_FN(nk_qgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
+void NK_FN(nk_fgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
+void NK_FN(nk_rmsnorm_row)(float *out, const float *x, const float *w, int64_t dim, float eps);
+void NK_FN(nk_silu_mul)(float *out, const float *gate, const float *up, int64_t n);
+void NK_FN(nk_add)(float *out, const float *a, const float *b, int64_t n);
+void NK_FN(nk_rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t pos, float freq_base,
+                          float *cache);
+void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t, int64_t kvh, float *scratch);
+double NK_FN(nk_read_sum)(const float *p, int64_t n);
+
+/* One f16 to f32 with this level's instructions. */
+static inline float nk_f16(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  return nk_f16_to_f32_1(h);
+#endif
+}
+
+/* f16 / bf16 rows to f32 with this level's instructions. */
+static inline void nk_f16_row(const uint16_t *src, float *dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+  }
+#endif
+  for (; i < n; i++) dst[i] = nk_f16_to_f32_1(src[i]);
+}
+
+#endif

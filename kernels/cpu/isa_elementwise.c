@@ -1,0 +1,70 @@
+/*
+ * Row-wise and element-wise ops: RMSNorm, SiLU gate, add, NeoX RoPE and the streaming
+ * read used to measure bandwidth. Plain loops with explicit 16-wide partial sums so that
+ * each level's flags vectorize them without reassociating anything.
+ */
+#include <math.h>
+
+#include "isa_common.h"
+#include "isa_exp.h"
+
+void NK_FN(nk_rmsnorm_row)(float *out, const float *x, const float *w, int64_t dim, float eps) {
+  float lanes[16] = {0};
+  int64_t i = 0;
+  for (; i + 16 <= dim; i += 16) {
+    for (int l = 0; l < 16; l++) lanes[l] += x[i + l] * x[i + l];
+  }
+  double sum = 0.0;
+  for (; i < dim; i++) sum += (double)(x[i] * x[i]);
+  for (int l = 0; l < 16; l++) sum += (double)lanes[l];
+  const float mean = (float)(sum / (double)dim);
+  const float scale = 1.0f / sqrtf(mean + eps);
+  if (w) {
+    for (i = 0; i < dim; i++) out[i] = (x[i] * scale) * w[i];
+  } else {
+    for (i = 0; i < dim; i++) out[i] = x[i] * scale;
+  }
+}
+
+void NK_FN(nk_silu_mul)(float *out, const float *gate, const float *up, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + nk_expf(-g)) * up[i];
+  }
+}
+
+void NK_FN(nk_add)(float *out, const float *a, const float *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+/* ggml's rope cache: theta advances by repeated f32 multiplication, as ggml computes it. */
+void NK_FN(nk_rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t pos, float freq_base,
+                          float *cache) {
+  const int64_t half = head_dim / 2;
+  const float theta_scale = powf(freq_base, -2.0f / (float)head_dim);
+  float theta = (float)pos;
+  float *cos_t = cache, *sin_t = cache + half;
+  for (int64_t i = 0; i < half; i++) {
+    cos_t[i] = cosf(theta);
+    sin_t[i] = sinf(theta);
+    theta *= theta_scale;
+  }
+  for (int64_t h = 0; h < n_heads; h++) {
+    float *v = x + h * head_dim;
+    for (int64_t i = 0; i < half; i++) {
+      const float x0 = v[i], x1 = v[i + half];
+      v[i] = x0 * cos_t[i] - x1 * sin_t[i];
+      v[i + half] = x0 * sin_t[i] + x1 * cos_t[i];
+    }
+  }
+}
+
+double NK_FN(nk_read_sum)(const float *p, int64_t n) {
+  float lanes[64] = {0};
+  for (int64_t i = 0; i + 64 <= n; i += 64) {
+    for (int l = 0; l < 64; l++) lanes[l] += p[i + l];
+  }
+  double sum = 0.0;
+  for (int l = 0; l < 64; l++) sum += lanes[l];
+  return sum;
+}

@@ -1,0 +1,14 @@
+/* Shared between the AVX-512 kernel sources. */
+#ifndef NK_KERN_AVX512_H
+#define NK_KERN_AVX512_H
+
+#include "nk_internal.h"
+
+/* Rows [r0, r1) x tokens [t0, t0 + nt) through a kernel fused for the type; 0 when the
+ * type has none (the generic chunk path then runs). */
+int nk_qdot_fused_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+
+/* The same for Q4_0, Q4_1, Q5_0 and Q5_1 (kern_avx512_legacy.c). */
+int nk_qdot_legacy_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+
+#endif

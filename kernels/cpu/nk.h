@@ -1,0 +1,126 @@
+/*
+ * neuron CPU kernels: the public C interface loaded by src/backend/cpu/library.ts.
+ *
+ * Conventions: every op takes the pool first; sizes are int64; activations are f32
+ * row-major; weights are ggml tensors read in place (a row of `cols` values is
+ * cols / block_size * type_size bytes, rows contiguous). Functions that can reject their
+ * input return 0 on success or a negative NK_E* code and then have written nothing.
+ * A pool is driven by one calling thread at a time.
+ */
+#ifndef NK_H
+#define NK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NK_API __attribute__((visibility("default")))
+
+/* ggml type ids (ggml.h). */
+enum {
+  NK_F32 = 0,
+  NK_F16 = 1,
+  NK_Q4_0 = 2,
+  NK_Q4_1 = 3,
+  NK_Q5_0 = 6,
+  NK_Q5_1 = 7,
+  NK_Q8_0 = 8,
+  NK_Q2_K = 10,
+  NK_Q3_K = 11,
+  NK_Q4_K = 12,
+  NK_Q5_K = 13,
+  NK_Q6_K = 14,
+  NK_BF16 = 30,
+};
+
+enum { NK_OK = 0, NK_EINVAL = -1, NK_ENOMEM = -2, NK_EUNSUPPORTED = -3 };
+
+/* Dispatch levels, best last. */
+enum { NK_ISA_SCALAR = 0, NK_ISA_AVX2 = 1, NK_ISA_AVX512 = 2 };
+
+/* nk_cpu_features() bits. */
+enum {
+  NK_CPU_AVX2 = 1 << 0,
+  NK_CPU_FMA = 1 << 1,
+  NK_CPU_F16C = 1 << 2,
+  NK_CPU_AVX512F = 1 << 3,
+  NK_CPU_AVX512BW = 1 << 4,
+  NK_CPU_AVX512VL = 1 << 5,
+  NK_CPU_AVX512DQ = 1 << 6,
+  NK_CPU_AVX512VNNI = 1 << 7,
+  NK_CPU_AVX512BF16 = 1 << 8,
+  NK_CPU_AVXVNNI = 1 << 9,
+  NK_CPU_AMX_INT8 = 1 << 10,
+  NK_CPU_AMX_BF16 = 1 << 11,
+};
+
+typedef struct nk_pool nk_pool;
+
+NK_API uint32_t nk_cpu_features(void);
+/* The best level this CPU runs. */
+NK_API int32_t nk_best_isa(void);
+
+/* n_threads <= 0 means one per online CPU. The calling thread is thread 0. */
+NK_API nk_pool *nk_pool_create(int32_t n_threads);
+NK_API void nk_pool_destroy(nk_pool *pool);
+NK_API int32_t nk_pool_threads(const nk_pool *pool);
+/* Forces the dispatch level of this pool's ops (tests check every level); fails when the
+ * CPU lacks it. */
+NK_API int32_t nk_pool_set_isa(nk_pool *pool, int32_t level);
+NK_API int32_t nk_pool_isa(const nk_pool *pool);
+
+/* 64-byte aligned, zeroed. */
+NK_API void *nk_alloc(uint64_t bytes);
+NK_API void nk_free(void *ptr);
+
+/* Bytes of one row of `cols` values of `type`; negative when the type is unknown or cols
+ * is not a whole number of blocks. */
+NK_API int64_t nk_row_bytes(int32_t type, int64_t cols);
+
+/* y[t*rows + r] = sum_c W[r][c] * x[t*cols + c]. */
+NK_API int32_t nk_matmul(nk_pool *pool, int32_t type, const void *w, int64_t rows, int64_t cols,
+                         const float *x, int64_t n_tokens, float *y);
+/* Same contract, plain C: each weight row dequantized to f32 and dotted in double. */
+NK_API int32_t nk_matmul_ref(nk_pool *pool, int32_t type, const void *w, int64_t rows, int64_t cols,
+                             const float *x, int64_t n_tokens, float *y);
+
+NK_API int32_t nk_dequantize_rows(int32_t type, const void *src, int64_t n_rows, int64_t cols,
+                                  float *dst);
+/* out[i] = row ids[i] of table, dequantized; ids outside [0, n_rows) are rejected. */
+NK_API int32_t nk_get_rows(nk_pool *pool, int32_t type, const void *table, int64_t n_rows,
+                           int64_t cols, const int32_t *ids, int64_t n_ids, float *out);
+
+/* out = x / rms(x) * weight per row; weight may be NULL, out may alias x. */
+NK_API int32_t nk_rmsnorm(nk_pool *pool, float *out, const float *x, const float *weight,
+                          int64_t n_rows, int64_t dim, float eps);
+/* In place on x[n_tokens][n_heads][head_dim], pairs (i, i + head_dim/2). */
+NK_API int32_t nk_rope_neox(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads,
+                            int64_t head_dim, const int32_t *positions, float freq_base);
+
+/* Paged KV cache: k_cache and v_cache are [n_blocks][block_size][n_kv_heads][head_dim] of
+ * kv_type (NK_F32 or NK_F16); block_table maps a sequence's position / block_size to a
+ * cache block. k and v are [n_tokens][n_kv_heads][head_dim] f32. */
+NK_API int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type,
+                           int64_t block_size, const int32_t *block_table, const int32_t *positions,
+                           int64_t n_tokens, int64_t n_kv_heads, int64_t head_dim, const float *k,
+                           const float *v);
+/* out and q are [n_tokens][n_heads][head_dim]; token t attends to its sequence's cache
+ * positions 0..positions[t]. */
+NK_API int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_cache,
+                            const void *v_cache, int32_t kv_type, int64_t block_size,
+                            const int32_t *block_table, const int32_t *positions, int64_t n_tokens,
+                            int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale);
+
+/* out = silu(gate) * up. */
+NK_API int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const float *up,
+                           int64_t n);
+NK_API int32_t nk_add(nk_pool *pool, float *out, const float *a, const float *b, int64_t n);
+
+NK_API void nk_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+/* Round to nearest even, like F16C. */
+NK_API void nk_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+
+/* Read bandwidth in GB/s (1e9 bytes/s) of all pool threads streaming a buffer of `bytes`,
+ * best of `iters` passes; negative when the buffer cannot be allocated. */
+NK_API double nk_bandwidth(nk_pool *pool, uint64_t bytes, int32_t iters);
+
+#endif

@@ -1,0 +1,234 @@
+/*
+ * Internals shared by the kernel sources: type traits, the ggml block layouts, f16
+ * conversion, the thread pool's task interface and the per-ISA operation table.
+ *
+ * Quantized matrices are computed through one intermediate form, the "chunk": 256 weights
+ * of a row as unsigned bytes u with a scale s and an offset m per group of 16, so that
+ * w[i] = s[i/16] * u[i] + m[i/16]. Every quantized type unpacks to it exactly (offsets such
+ * as Q4_0's -8 or Q8_0's -128 fold into m), so one int8 dot-product kernel per ISA serves
+ * all types, with activations quantized to int8 per 32 values. The mat-mat kernels pack
+ * panels from it; AVX-512 mat-vec has kernels fused per type that skip it, with the same
+ * arithmetic.
+ */
+#ifndef NK_INTERNAL_H
+#define NK_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "nk.h"
+
+#define NK_CHUNK 256
+#define NK_GROUPS 16
+#define NK_ALIGN 64
+#define NK_MAX_THREADS 256
+#define NK_ATTN_TILE 64
+
+typedef struct {
+  int32_t block_size; /* values per block */
+  int32_t type_size;  /* bytes per block */
+  int32_t quant;      /* 1: int8 path through the chunk form; 0: float type */
+  int32_t group;      /* finest scale granularity of the chunk form: 16 or 32 */
+  int32_t wide;       /* u can exceed 127 (needs care with saturating 16-bit products) */
+} nk_traits;
+
+/* NULL for a type the library does not compute. */
+const nk_traits *nk_type_traits(int32_t type);
+
+/* ggml's block layouts (ggml-common.h); f16 fields as raw bits. */
+typedef struct {
+  uint16_t d;
+  uint8_t qs[16];
+} nk_block_q4_0;
+typedef struct {
+  uint16_t d, m;
+  uint8_t qs[16];
+} nk_block_q4_1;
+typedef struct {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[16];
+} nk_block_q5_0;
+typedef struct {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[16];
+} nk_block_q5_1;
+typedef struct {
+  uint16_t d;
+  int8_t qs[32];
+} nk_block_q8_0;
+typedef struct {
+  uint8_t scales[16];
+  uint8_t qs[64];
+  uint16_t d, dmin;
+} nk_block_q2_k;
+typedef struct {
+  uint8_t hmask[32];
+  uint8_t qs[64];
+  uint8_t scales[12];
+  uint16_t d;
+} nk_block_q3_k;
+typedef struct {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[128];
+} nk_block_q4_k;
+typedef struct {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];
+  uint8_t qs[128];
+} nk_block_q5_k;
+typedef struct {
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;
+} nk_block_q6_k;
+
+static inline float nk_f16_to_f32_1(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {
+    /* Subnormal: value = man * 2^-24, exact in f32. */
+    float v = (float)man * 5.9604644775390625e-08f;
+    memcpy(&bits, &v, 4);
+    bits |= sign;
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static inline uint16_t nk_f32_to_f16_1(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000;
+  const uint32_t ax = x & 0x7fffffff;
+  if (ax >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0));
+  if (ax >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds past 65504 */
+  if (ax < 0x38800000) {
+    /* Subnormal or zero: round ax * 2^24 to an integer, ties to even. */
+    float a;
+    memcpy(&a, &ax, 4);
+    const float scaled = a * 16777216.0f;
+    uint32_t m = (uint32_t)scaled;
+    const float rem = scaled - (float)m;
+    if (rem > 0.5f || (rem == 0.5f && (m & 1))) m++;
+    return (uint16_t)(sign | m);
+  }
+  const uint32_t mant = ax & 0x7fffff;
+  uint32_t h = ((ax >> 23) - 112) << 10 | (mant >> 13);
+  const uint32_t rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+static inline float nk_bf16_to_f32_1(uint16_t h) {
+  const uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* One row's 256-value chunk in the form described above. */
+typedef struct {
+  _Alignas(NK_ALIGN) uint8_t u[NK_CHUNK];
+  _Alignas(NK_ALIGN) float s[NK_GROUPS];
+  _Alignas(NK_ALIGN) float m[NK_GROUPS];
+} nk_chunk;
+
+/* Activations quantized per 32 values: for token t, q[t*kp + i] is int8 and each group of
+ * 16 (32) has the block scale d16 (d32) and s16 (s32) = scale * sum of its q. kp is cols
+ * rounded up to whole chunks, zero-padded. */
+typedef struct {
+  int8_t *q;
+  float *d16, *s16, *d32, *s32;
+  int64_t kp;
+} nk_qact;
+
+/* One matrix product in flight. */
+typedef struct {
+  int32_t type;
+  const nk_traits *tr;
+  const uint8_t *w;
+  int64_t rows, cols, row_bytes, kp;
+  const float *x;
+  int64_t n_tokens;
+  float *y;
+  nk_qact act;
+} nk_mm;
+
+/* Attention over the paged cache for one (token, kv head): all query heads of the group. */
+typedef struct {
+  float *out;
+  const float *q;
+  const void *k_cache, *v_cache;
+  int32_t kv_type;
+  int64_t block_size;
+  const int32_t *block_table, *positions;
+  int64_t n_tokens, n_heads, n_kv_heads, head_dim;
+  float scale;
+} nk_attn;
+
+/* Scratch floats nk_attend_item needs. */
+int64_t nk_attend_scratch_floats(const nk_attn *a);
+
+/* Per-ISA operations. qgemm/fgemm work on panels of `panel_rows` rows packed into
+ * `scratch`; a level without them (scalar) computes row by row at every size. */
+typedef struct {
+  int32_t panel_rows;
+  void (*quantize_act)(const float *x, int64_t cols, int64_t kp, int8_t *q, float *d16, float *s16,
+                       float *d32, float *s32);
+  void (*unpack)(int32_t type, const uint8_t *row, int64_t chunk, int64_t cols, nk_chunk *c);
+  /* Rows [r0, r1) for tokens [t0, t0 + nt), nt <= 4. */
+  void (*qdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+  void (*fdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+  /* All tokens for the panel of rows starting at r0. */
+  void (*qgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
+  void (*fgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
+  void (*rmsnorm_row)(float *out, const float *x, const float *w, int64_t dim, float eps);
+  void (*silu_mul)(float *out, const float *gate, const float *up, int64_t n);
+  void (*add)(float *out, const float *a, const float *b, int64_t n);
+  void (*rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t pos, float freq_base,
+                     float *cache);
+  void (*attend_item)(const nk_attn *a, int64_t t, int64_t kvh, float *scratch);
+  double (*read_sum)(const float *p, int64_t n);
+} nk_isa_ops;
+
+extern const nk_isa_ops nk_ops_scalar;
+extern const nk_isa_ops nk_ops_avx2;
+extern const nk_isa_ops nk_ops_avx512;
+
+/* Scratch bytes a panel kernel needs for a k-padded width kp. */
+int64_t nk_qpanel_bytes(int32_t panel_rows, int64_t kp);
+int64_t nk_fpanel_bytes(int32_t panel_rows, int64_t cols);
+
+/* Thread pool: fn(arg, ith, nth) runs on every thread (the caller is ith 0). */
+typedef void (*nk_task_fn)(void *arg, int32_t ith, int32_t nth);
+void nk_pool_run(nk_pool *pool, nk_task_fn fn, void *arg);
+/* Work items for dynamic scheduling inside a task: returns 0, 1, 2, ... across threads;
+ * reset by every nk_pool_run. */
+int64_t nk_pool_next(nk_pool *pool);
+const nk_isa_ops *nk_pool_ops(const nk_pool *pool);
+/* Grows the per-thread scratch to at least `bytes` each; 0 or NK_ENOMEM. */
+int32_t nk_pool_reserve(nk_pool *pool, int64_t bytes);
+void *nk_pool_scratch(nk_pool *pool, int32_t ith);
+/* Grows the pool's shared buffer; NULL when out of memory. */
+void *nk_pool_shared(nk_pool *pool, int64_t bytes);
+
+static inline int64_t nk_round_up(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+#endif

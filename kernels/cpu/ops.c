@@ -1,0 +1,305 @@
+/*
+ * Entry points of the non-matrix ops: validation, then the work split over the pool. Ops
+ * too small to repay waking the workers (a decode step's norms and adds) run on the
+ * calling thread alone.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "dequant_ref.h"
+
+/* Below this many values an op runs on the calling thread only. */
+#define PARALLEL_MIN 32768
+
+typedef struct {
+  nk_pool *pool;
+  const nk_isa_ops *ops;
+  float *out;
+  const float *a, *b, *w;
+  int64_t n_rows, dim;
+  float eps;
+  const int32_t *ids;
+  const uint8_t *table;
+  int32_t type;
+  int64_t row_bytes;
+} rows_args;
+
+static void rmsnorm_task(void *arg, int32_t ith, int32_t nth) {
+  const rows_args *r = arg;
+  for (int64_t i = ith; i < r->n_rows; i += nth) {
+    r->ops->rmsnorm_row(r->out + i * r->dim, r->a + i * r->dim, r->w, r->dim, r->eps);
+  }
+}
+
+int32_t nk_rmsnorm(nk_pool *pool, float *out, const float *x, const float *weight, int64_t n_rows,
+                   int64_t dim, float eps) {
+  if (!pool || !out || !x || n_rows < 0 || dim <= 0 || !(eps >= 0.0f)) return NK_EINVAL;
+  rows_args r = {.pool = pool,
+                 .ops = nk_pool_ops(pool),
+                 .out = out,
+                 .a = x,
+                 .w = weight,
+                 .n_rows = n_rows,
+                 .dim = dim,
+                 .eps = eps};
+  if (n_rows * dim < PARALLEL_MIN) {
+    rmsnorm_task(&r, 0, 1);
+  } else {
+    nk_pool_run(pool, rmsnorm_task, &r);
+  }
+  return NK_OK;
+}
+
+static void get_rows_task(void *arg, int32_t ith, int32_t nth) {
+  const rows_args *r = arg;
+  for (int64_t i = ith; i < r->n_rows; i += nth) {
+    nk_dequantize_row(r->type, r->table + (int64_t)r->ids[i] * r->row_bytes, r->dim,
+                      r->out + i * r->dim);
+  }
+}
+
+int32_t nk_get_rows(nk_pool *pool, int32_t type, const void *table, int64_t n_rows, int64_t cols,
+                    const int32_t *ids, int64_t n_ids, float *out) {
+  const int64_t rb = nk_row_bytes(type, cols);
+  if (!pool || rb < 0 || !table || !ids || !out || n_ids < 0) return NK_EINVAL;
+  for (int64_t i = 0; i < n_ids; i++) {
+    if (ids[i] < 0 || ids[i] >= n_rows) return NK_EINVAL;
+  }
+  rows_args r = {.pool = pool,
+                 .out = out,
+                 .n_rows = n_ids,
+                 .dim = cols,
+                 .ids = ids,
+                 .table = table,
+                 .type = type,
+                 .row_bytes = rb};
+  if (n_ids * cols < PARALLEL_MIN) {
+    get_rows_task(&r, 0, 1);
+  } else {
+    nk_pool_run(pool, get_rows_task, &r);
+  }
+  return NK_OK;
+}
+
+typedef struct {
+  const nk_isa_ops *ops;
+  float *out;
+  const float *a, *b;
+  int64_t n;
+  int32_t silu;
+} ew_args;
+
+static void ew_task(void *arg, int32_t ith, int32_t nth) {
+  const ew_args *e = arg;
+  const int64_t per = nk_round_up((e->n + nth - 1) / nth, 16);
+  const int64_t i0 = ith * per;
+  if (i0 >= e->n) return;
+  const int64_t n = e->n - i0 < per ? e->n - i0 : per;
+  if (e->silu) {
+    e->ops->silu_mul(e->out + i0, e->a + i0, e->b + i0, n);
+  } else {
+    e->ops->add(e->out + i0, e->a + i0, e->b + i0, n);
+  }
+}
+
+static int32_t elementwise(nk_pool *pool, float *out, const float *a, const float *b, int64_t n,
+                           int32_t silu) {
+  if (!pool || !out || !a || !b || n < 0) return NK_EINVAL;
+  ew_args e = {nk_pool_ops(pool), out, a, b, n, silu};
+  if (n < PARALLEL_MIN) {
+    ew_task(&e, 0, 1);
+  } else {
+    nk_pool_run(pool, ew_task, &e);
+  }
+  return NK_OK;
+}
+
+int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const float *up, int64_t n) {
+  return elementwise(pool, out, gate, up, n, 1);
+}
+
+int32_t nk_add(nk_pool *pool, float *out, const float *a, const float *b, int64_t n) {
+  return elementwise(pool, out, a, b, n, 0);
+}
+
+typedef struct {
+  nk_pool *pool;
+  float *x;
+  int64_t n_tokens, n_heads, head_dim;
+  const int32_t *positions;
+  float freq_base;
+} rope_args;
+
+static void rope_task(void *arg, int32_t ith, int32_t nth) {
+  const rope_args *r = arg;
+  float *cache = nk_pool_scratch(r->pool, ith);
+  const nk_isa_ops *ops = nk_pool_ops(r->pool);
+  for (int64_t t = ith; t < r->n_tokens; t += nth) {
+    ops->rope_token(r->x + t * r->n_heads * r->head_dim, r->n_heads, r->head_dim, r->positions[t],
+                    r->freq_base, cache);
+  }
+}
+
+int32_t nk_rope_neox(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                     const int32_t *positions, float freq_base) {
+  if (!pool || !x || !positions || n_tokens < 0 || n_heads <= 0 || head_dim <= 0 ||
+      head_dim % 2 != 0 || !(freq_base > 0.0f)) {
+    return NK_EINVAL;
+  }
+  if (nk_pool_reserve(pool, head_dim * 4) != NK_OK) return NK_ENOMEM;
+  rope_args r = {pool, x, n_tokens, n_heads, head_dim, positions, freq_base};
+  if (n_tokens * n_heads * head_dim < PARALLEL_MIN) {
+    rope_task(&r, 0, 1);
+  } else {
+    nk_pool_run(pool, rope_task, &r);
+  }
+  return NK_OK;
+}
+
+static int32_t check_cache(int32_t kv_type, int64_t block_size, const int32_t *block_table,
+                           const int32_t *positions, int64_t n_tokens, int64_t n_kv_heads,
+                           int64_t head_dim) {
+  if ((kv_type != NK_F32 && kv_type != NK_F16) || block_size <= 0 || !block_table || !positions ||
+      n_tokens < 0 || n_kv_heads <= 0 || head_dim <= 0) {
+    return NK_EINVAL;
+  }
+  for (int64_t t = 0; t < n_tokens; t++) {
+    if (positions[t] < 0) return NK_EINVAL;
+  }
+  return NK_OK;
+}
+
+typedef struct {
+  void *k_cache, *v_cache;
+  int32_t kv_type;
+  int64_t block_size;
+  const int32_t *block_table, *positions;
+  int64_t n_tokens, width;
+  const float *k, *v;
+} store_args;
+
+static void store_row(void *cache, int32_t kv_type, int64_t slot, int64_t width, const float *src) {
+  if (kv_type == NK_F32) {
+    memcpy((float *)cache + slot * width, src, (size_t)width * 4);
+  } else {
+    nk_f32_to_f16(src, (uint16_t *)cache + slot * width, width);
+  }
+}
+
+static void store_task(void *arg, int32_t ith, int32_t nth) {
+  const store_args *s = arg;
+  for (int64_t t = ith; t < s->n_tokens; t += nth) {
+    const int64_t pos = s->positions[t];
+    const int64_t slot =
+        (int64_t)s->block_table[pos / s->block_size] * s->block_size + pos % s->block_size;
+    store_row(s->k_cache, s->kv_type, slot, s->width, s->k + t * s->width);
+    store_row(s->v_cache, s->kv_type, slot, s->width, s->v + t * s->width);
+  }
+}
+
+int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type,
+                    int64_t block_size, const int32_t *block_table, const int32_t *positions,
+                    int64_t n_tokens, int64_t n_kv_heads, int64_t head_dim, const float *k,
+                    const float *v) {
+  if (!pool || !k_cache || !v_cache || !k || !v ||
+      check_cache(kv_type, block_size, block_table, positions, n_tokens, n_kv_heads, head_dim) !=
+          NK_OK) {
+    return NK_EINVAL;
+  }
+  store_args s = {k_cache,     v_cache,   kv_type,  block_size,
+                  block_table, positions, n_tokens, n_kv_heads * head_dim,
+                  k,           v};
+  if (n_tokens * s.width < PARALLEL_MIN) {
+    store_task(&s, 0, 1);
+  } else {
+    nk_pool_run(pool, store_task, &s);
+  }
+  return NK_OK;
+}
+
+int64_t nk_attend_scratch_floats(const nk_attn *a) {
+  const int64_t g = a->n_heads / a->n_kv_heads;
+  return g * a->head_dim + g * NK_ATTN_TILE + 2 * g + NK_ATTN_TILE * a->head_dim;
+}
+
+typedef struct {
+  nk_pool *pool;
+  nk_attn attn;
+} attn_task_args;
+
+static void attn_task(void *arg, int32_t ith, int32_t nth) {
+  (void)nth;
+  const attn_task_args *t = arg;
+  const nk_attn *a = &t->attn;
+  const nk_isa_ops *ops = nk_pool_ops(t->pool);
+  float *scratch = nk_pool_scratch(t->pool, ith);
+  const int64_t n_items = a->n_tokens * a->n_kv_heads;
+  /* Latest tokens first: they attend to the most positions, so the tail balances. */
+  for (int64_t i = nk_pool_next(t->pool); i < n_items; i = nk_pool_next(t->pool)) {
+    const int64_t tok = a->n_tokens - 1 - i / a->n_kv_heads;
+    ops->attend_item(a, tok, i % a->n_kv_heads, scratch);
+  }
+}
+
+int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_cache,
+                     const void *v_cache, int32_t kv_type, int64_t block_size,
+                     const int32_t *block_table, const int32_t *positions, int64_t n_tokens,
+                     int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale) {
+  if (!pool || !out || !q || !k_cache || !v_cache || n_heads <= 0 ||
+      check_cache(kv_type, block_size, block_table, positions, n_tokens, n_kv_heads, head_dim) !=
+          NK_OK ||
+      n_heads % n_kv_heads != 0 || !isfinite(scale)) {
+    return NK_EINVAL;
+  }
+  attn_task_args t = {pool,
+                      {out, q, k_cache, v_cache, kv_type, block_size, block_table, positions,
+                       n_tokens, n_heads, n_kv_heads, head_dim, scale}};
+  if (nk_pool_reserve(pool, nk_attend_scratch_floats(&t.attn) * 4) != NK_OK) return NK_ENOMEM;
+  nk_pool_run(pool, attn_task, &t);
+  return NK_OK;
+}
+
+typedef struct {
+  const nk_isa_ops *ops;
+  const float *buf;
+  int64_t n;
+  double sums[NK_MAX_THREADS];
+} bw_args;
+
+static void bw_task(void *arg, int32_t ith, int32_t nth) {
+  bw_args *b = arg;
+  const int64_t per = nk_round_up((b->n + nth - 1) / nth, 64);
+  const int64_t i0 = ith * per;
+  const int64_t n = i0 >= b->n ? 0 : (b->n - i0 < per ? b->n - i0 : per);
+  b->sums[ith] = n > 0 ? b->ops->read_sum(b->buf + i0, n) : 0.0;
+}
+
+double nk_bandwidth(nk_pool *pool, uint64_t bytes, int32_t iters) {
+  if (!pool || bytes < 4096 || iters <= 0) return (double)NK_EINVAL;
+  float *buf = nk_alloc(bytes);
+  if (!buf) return (double)NK_ENOMEM;
+  /* Written so every page is backed by its own memory, not the shared zero page. */
+  memset(buf, 1, bytes);
+  bw_args *b = calloc(1, sizeof(bw_args));
+  if (!b) {
+    nk_free(buf);
+    return (double)NK_ENOMEM;
+  }
+  b->ops = nk_pool_ops(pool);
+  b->buf = buf;
+  b->n = (int64_t)(bytes / 4) / 64 * 64;
+  double best = 0.0;
+  for (int32_t i = 0; i < iters; i++) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    nk_pool_run(pool, bw_task, b);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    const double gbs = (double)b->n * 4.0 / s / 1e9;
+    if (gbs > best) best = gbs;
+  }
+  free(b);
+  nk_free(buf);
+  return best;
+}

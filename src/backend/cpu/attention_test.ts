@@ -1,0 +1,194 @@
+/**
+ * Checker for the paged KV cache: kv_store puts each token's K/V in the slot its position
+ * maps to through a shuffled block table; attention over it matches a float64 causal GQA
+ * softmax, for f32 and f16 caches, prefill and decode chunks whose positions do not start
+ * at 0, several blocks and more positions than one tile, every level, 1 and 2 threads.
+ */
+
+import { assert, assertEquals, assertThrows } from "../../../tests/support/assert.ts";
+import { f16ToF32, f32ToF16, Rng } from "../../gguf/mod.ts";
+import { CpuKernelError } from "./errors.ts";
+import { KV_F16, KV_F32, type KvLayout, type KvType } from "./kernels.ts";
+import { maxAbsDiff, randomF32, testKernels } from "./testing.ts";
+
+interface Setup {
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  blockSize: number;
+  /** Positions of the chunks stored and attended one after the other. */
+  chunks: number[][];
+}
+
+const SETUPS: Setup[] = [
+  {
+    nHeads: 4,
+    nKvHeads: 2,
+    headDim: 64,
+    blockSize: 4,
+    chunks: [[0, 1, 2], [3, 4, 5, 6, 7, 8, 9], [10]],
+  },
+  {
+    nHeads: 8,
+    nKvHeads: 2,
+    headDim: 128,
+    blockSize: 16,
+    chunks: [[...Array(150).keys()], [150], [151]],
+  },
+  {
+    nHeads: 2,
+    nKvHeads: 2,
+    headDim: 32,
+    blockSize: 8,
+    chunks: [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11, 12]],
+  },
+];
+
+/** What the cache holds for a value written as f32. */
+function stored(type: KvType, v: number): number {
+  return type === KV_F16 ? f16ToF32(f32ToF16(v)) : Math.fround(v);
+}
+
+Deno.test("kv_store + attention match a float64 causal GQA reference over a paged cache", async () => {
+  const k = await testKernels();
+  const rng = new Rng(21);
+  for (const s of SETUPS) {
+    const lastPos = Math.max(...s.chunks.flat());
+    const usedBlocks = Math.floor(lastPos / s.blockSize) + 1;
+    const nBlocks = usedBlocks + 3;
+    // A shuffled table: logical block i lives in cache block table[i].
+    const table = Int32Array.from(
+      [...Array(nBlocks).keys()].sort(() => rng.float() - 0.5).slice(0, usedBlocks),
+    );
+    const kvWidth = s.nKvHeads * s.headDim;
+    const keys = randomF32(rng, (lastPos + 1) * kvWidth);
+    const vals = randomF32(rng, (lastPos + 1) * kvWidth);
+    const scale = 1 / Math.sqrt(s.headDim);
+    const queries = s.chunks.map((c) => randomF32(rng, c.length * s.nHeads * s.headDim));
+    for (const type of [KV_F32, KV_F16] as KvType[]) {
+      const layout: KvLayout = {
+        type,
+        nBlocks,
+        blockSize: s.blockSize,
+        nKvHeads: s.nKvHeads,
+        headDim: s.headDim,
+      };
+      const wants = s.chunks.map((c, i) => attentionRef(s, type, queries[i], keys, vals, c, scale));
+      for (const threads of [1, 2]) {
+        const pool = k.createPool(threads);
+        for (const isa of k.supportedIsas()) {
+          pool.isa = isa;
+          const what = `${s.nHeads}/${s.nKvHeads}x${s.headDim} ${
+            type === KV_F16 ? "f16" : "f32"
+          } ${isa} threads=${threads}`;
+          const bytes = nBlocks * s.blockSize * kvWidth * (type === KV_F16 ? 2 : 4);
+          const kc = k.alloc(bytes), vc = k.alloc(bytes);
+          s.chunks.forEach((chunk, c) => {
+            const pos = Int32Array.from(chunk);
+            const n = pos.length;
+            const kIn = new Float32Array(n * kvWidth), vIn = new Float32Array(n * kvWidth);
+            chunk.forEach((p, t) => {
+              kIn.set(keys.subarray(p * kvWidth, (p + 1) * kvWidth), t * kvWidth);
+              vIn.set(vals.subarray(p * kvWidth, (p + 1) * kvWidth), t * kvWidth);
+            });
+            pool.kvStore(layout, kc, vc, table, pos, n, kIn, vIn);
+            const out = new Float32Array(queries[c].length).fill(NaN);
+            pool.attention(layout, out, queries[c], kc, vc, table, pos, n, s.nHeads, scale);
+            const err = maxAbsDiff(out, wants[c]);
+            assert(err < (type === KV_F16 ? 2e-5 : 1e-5), `${what} chunk at ${chunk[0]}: ${err}`);
+          });
+          checkSlots(s, type, table, kc, keys, lastPos, what);
+          kc.free();
+          vc.free();
+        }
+        pool.destroy();
+      }
+    }
+  }
+});
+
+function attentionRef(
+  s: Setup,
+  type: KvType,
+  q: Float32Array,
+  keys: Float32Array,
+  vals: Float32Array,
+  chunk: number[],
+  scale: number,
+): Float64Array {
+  const d = s.headDim, group = s.nHeads / s.nKvHeads, kvWidth = s.nKvHeads * d;
+  const out = new Float64Array(q.length);
+  chunk.forEach((p, t) => {
+    for (let h = 0; h < s.nHeads; h++) {
+      const kvh = Math.floor(h / group);
+      const qo = (t * s.nHeads + h) * d;
+      const scores = [];
+      for (let j = 0; j <= p; j++) {
+        let dot = 0;
+        for (let i = 0; i < d; i++) {
+          dot += q[qo + i] * stored(type, keys[j * kvWidth + kvh * d + i]);
+        }
+        scores.push(dot * scale);
+      }
+      const max = Math.max(...scores);
+      const w = scores.map((x) => Math.exp(x - max));
+      const sum = w.reduce((a, b) => a + b, 0);
+      for (let j = 0; j <= p; j++) {
+        for (let i = 0; i < d; i++) {
+          out[qo + i] += (w[j] / sum) * stored(type, vals[j * kvWidth + kvh * d + i]);
+        }
+      }
+    }
+  });
+  return out;
+}
+
+/** Position p's K row sits at cache block table[p / blockSize], slot p % blockSize. */
+function checkSlots(
+  s: Setup,
+  type: KvType,
+  table: Int32Array,
+  cache: { u16(): Uint16Array; f32(): Float32Array },
+  keys: Float32Array,
+  lastPos: number,
+  what: string,
+): void {
+  const width = s.nKvHeads * s.headDim;
+  for (const p of [0, Math.floor(lastPos / 2), lastPos]) {
+    const slot = table[Math.floor(p / s.blockSize)] * s.blockSize + (p % s.blockSize);
+    for (const i of [0, width - 1]) {
+      const raw = type === KV_F16
+        ? f16ToF32(cache.u16()[slot * width + i])
+        : cache.f32()[slot * width + i];
+      assertEquals(raw, stored(type, keys[p * width + i]), `${what}: slot of position ${p}`);
+    }
+  }
+}
+
+Deno.test("kv ops reject positions outside the block table and blocks outside the cache", async () => {
+  const k = await testKernels();
+  const pool = k.createPool(1);
+  const layout: KvLayout = { type: KV_F32, nBlocks: 2, blockSize: 4, nKvHeads: 1, headDim: 8 };
+  const kc = k.alloc(2 * 4 * 8 * 4), vc = k.alloc(2 * 4 * 8 * 4);
+  const kv = new Float32Array(8);
+  for (
+    const [table, pos] of [[Int32Array.of(0), Int32Array.of(4)], [
+      Int32Array.of(2),
+      Int32Array.of(0),
+    ], [Int32Array.of(0), Int32Array.of(-1)]]
+  ) {
+    const err = assertThrows(
+      () => pool.kvStore(layout, kc, vc, table, pos, 1, kv, kv),
+      CpuKernelError,
+    );
+    assertEquals(err.code, "cpu_kernel_invalid");
+    assertThrows(() => pool.attention(layout, kv, kv, kc, vc, table, pos, 1, 1, 1), CpuKernelError);
+  }
+  assertThrows(
+    () => pool.attention(layout, kv, kv, kc, vc, Int32Array.of(0), Int32Array.of(0), 1, 3, 1),
+    CpuKernelError,
+  );
+  kc.free();
+  vc.free();
+  pool.destroy();
+});

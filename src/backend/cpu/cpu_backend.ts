@@ -1,0 +1,251 @@
+/**
+ * The Backend on the native CPU kernel library: weights are read in place from the
+ * mmapped GGUF (no copy), activations and the KV cache live in native memory, and every
+ * op is one synchronous FFI call into a thread pool owned by this backend (one per model).
+ */
+
+import type {
+  Activation,
+  AttentionShape,
+  Backend,
+  KvCache,
+  KvCacheSpec,
+  StepLayout,
+  Weight,
+  WeightSource,
+} from "../backend.ts";
+import type { GgmlTypeInfo } from "../../gguf/types.ts";
+import {
+  CpuKernels,
+  KV_F16,
+  KV_F32,
+  kvCacheBytes,
+  type KvLayout,
+  type NativeBuffer,
+  type Pool,
+} from "./kernels.ts";
+
+class CpuWeight implements Weight {
+  constructor(
+    readonly name: string,
+    readonly type: GgmlTypeInfo,
+    readonly rows: number,
+    readonly cols: number,
+    readonly pointer: Deno.PointerObject,
+  ) {}
+}
+
+class CpuActivation implements Activation {
+  constructor(
+    readonly rows: number,
+    readonly cols: number,
+    readonly buffer: NativeBuffer,
+    /** Views share the buffer of the activation they were taken from. */
+    readonly owner: boolean,
+  ) {}
+
+  get pointer(): Deno.PointerObject {
+    return this.buffer.pointer;
+  }
+
+  /** Address of row `row`. */
+  row(row: number): Deno.PointerObject {
+    return Deno.UnsafePointer.offset(this.buffer.pointer, row * this.cols * 4)!;
+  }
+}
+
+class CpuKvCache implements KvCache {
+  readonly layout: KvLayout;
+  readonly bytes: number;
+
+  constructor(readonly spec: KvCacheSpec, readonly k: NativeBuffer[], readonly v: NativeBuffer[]) {
+    this.layout = {
+      type: spec.dtype === "f16" ? KV_F16 : KV_F32,
+      nBlocks: spec.nBlocks,
+      blockSize: spec.blockSize,
+      nKvHeads: spec.nKvHeads,
+      headDim: spec.headDim,
+    };
+    this.bytes = 2 * spec.nLayers * kvCacheBytes(this.layout);
+  }
+}
+
+function act(a: Activation): CpuActivation {
+  return a as CpuActivation;
+}
+
+function weight(w: Weight): CpuWeight {
+  return w as CpuWeight;
+}
+
+export interface CpuBackendOptions {
+  /** Threads in the pool (0 = one per CPU). */
+  threads: number;
+  /** Path of the kernel library (default: resolved by library.ts). */
+  libraryPath?: string;
+}
+
+export class CpuBackend implements Backend {
+  readonly kind = "cpu" as const;
+  readonly kernels: CpuKernels;
+  readonly pool: Pool;
+  readonly #owned = new Set<NativeBuffer>();
+
+  constructor(options: CpuBackendOptions) {
+    this.kernels = new CpuKernels(options.libraryPath);
+    this.pool = this.kernels.createPool(options.threads);
+  }
+
+  loadWeight(source: WeightSource): Weight {
+    // Validates that the kernels can compute this type and shape before any step runs.
+    this.kernels.rowBytes(source.type.id, source.cols);
+    return new CpuWeight(source.name, source.type, source.rows, source.cols, source.pointer);
+  }
+
+  activation(rows: number, cols: number): Activation {
+    const buffer = this.kernels.alloc(rows * cols * 4);
+    this.#owned.add(buffer);
+    return new CpuActivation(rows, cols, buffer, true);
+  }
+
+  rowsOf(a: Activation, rows: number): Activation {
+    const src = act(a);
+    return new CpuActivation(rows, src.cols, src.buffer, false);
+  }
+
+  free(a: Activation): void {
+    const src = act(a);
+    if (!src.owner) return;
+    src.buffer.free();
+    this.#owned.delete(src.buffer);
+  }
+
+  createKvCache(spec: KvCacheSpec): KvCache {
+    const layout: KvLayout = {
+      type: spec.dtype === "f16" ? KV_F16 : KV_F32,
+      nBlocks: spec.nBlocks,
+      blockSize: spec.blockSize,
+      nKvHeads: spec.nKvHeads,
+      headDim: spec.headDim,
+    };
+    const bytes = kvCacheBytes(layout);
+    const alloc = (): NativeBuffer => {
+      const b = this.kernels.alloc(bytes);
+      this.#owned.add(b);
+      return b;
+    };
+    const k = Array.from({ length: spec.nLayers }, alloc);
+    const v = Array.from({ length: spec.nLayers }, alloc);
+    return new CpuKvCache(spec, k, v);
+  }
+
+  embed(out: Activation, table: Weight, ids: Int32Array): void {
+    const t = weight(table);
+    this.pool.getRows(t.type.id, t.pointer, t.rows, t.cols, ids, act(out).pointer);
+  }
+
+  rmsNorm(out: Activation, x: Activation, w: Weight, dim: number, eps: number): void {
+    const a = act(x);
+    const nRows = (a.rows * a.cols) / dim;
+    this.pool.rmsnorm(act(out).pointer, a.pointer, weight(w).pointer, nRows, dim, eps);
+  }
+
+  matmul(out: Activation, w: Weight, x: Activation): void {
+    const W = weight(w);
+    this.pool.matmul(
+      W.type.id,
+      W.pointer,
+      W.rows,
+      W.cols,
+      act(x).pointer,
+      act(x).rows,
+      act(out).pointer,
+    );
+  }
+
+  ropeNeox(
+    x: Activation,
+    layout: StepLayout,
+    nHeads: number,
+    headDim: number,
+    freqBase: number,
+  ): void {
+    const a = act(x);
+    this.pool.ropeNeox(a.pointer, a.rows, nHeads, headDim, layout.positions, freqBase);
+  }
+
+  storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void {
+    const c = cache as CpuKvCache;
+    for (const seq of layout.sequences) {
+      this.pool.kvStore(
+        c.layout,
+        c.k[layer],
+        c.v[layer],
+        seq.blockTable,
+        layout.positions.subarray(seq.rowStart, seq.rowStart + seq.rowCount),
+        seq.rowCount,
+        act(k).row(seq.rowStart),
+        act(v).row(seq.rowStart),
+      );
+    }
+  }
+
+  attention(
+    out: Activation,
+    q: Activation,
+    cache: KvCache,
+    layer: number,
+    layout: StepLayout,
+    shape: AttentionShape,
+  ): void {
+    const c = cache as CpuKvCache;
+    for (const seq of layout.sequences) {
+      this.pool.attention(
+        c.layout,
+        act(out).row(seq.rowStart),
+        act(q).row(seq.rowStart),
+        c.k[layer],
+        c.v[layer],
+        seq.blockTable,
+        layout.positions.subarray(seq.rowStart, seq.rowStart + seq.rowCount),
+        seq.rowCount,
+        shape.nHeads,
+        shape.scale,
+      );
+    }
+  }
+
+  siluMul(out: Activation, gate: Activation, up: Activation): void {
+    const g = act(gate);
+    this.pool.siluMul(act(out).pointer, g.pointer, act(up).pointer, g.rows * g.cols);
+  }
+
+  add(out: Activation, a: Activation, b: Activation): void {
+    const x = act(a);
+    this.pool.add(act(out).pointer, x.pointer, act(b).pointer, x.rows * x.cols);
+  }
+
+  gatherRows(out: Activation, a: Activation, rows: Int32Array): void {
+    const src = act(a);
+    const dst = act(out).buffer.f32();
+    const all = src.buffer.f32();
+    for (let i = 0; i < rows.length; i++) {
+      dst.set(all.subarray(rows[i] * src.cols, (rows[i] + 1) * src.cols), i * src.cols);
+    }
+  }
+
+  bandwidthGBs(): number {
+    return this.pool.bandwidth(512 * 1024 * 1024, 5);
+  }
+
+  read(a: Activation): Float32Array {
+    const src = act(a);
+    return src.buffer.f32().slice(0, src.rows * src.cols);
+  }
+
+  close(): void {
+    for (const b of this.#owned) b.free();
+    this.#owned.clear();
+    this.pool.destroy();
+  }
+}

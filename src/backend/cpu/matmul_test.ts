@@ -1,0 +1,98 @@
+/**
+ * Checker for nk_matmul on every type: random valid blocks on odd shapes (rows that fill no
+ * panel or thread evenly, legacy rows ending in a partial chunk), every token count from
+ * decode to prefill tiles with remainders, every dispatch level of this CPU, 1 and 2
+ * threads. Three oracles: the TypeScript dequantizer (bit-exact against the C reference
+ * dequantizer), nk_matmul_ref (f64 dot of dequantized rows) and the scalar level.
+ *
+ * Tolerances: quantized types quantize activations to int8 per 32 values (scale
+ * amax/127), an error of up to half a step per value: about 0.7% of a typical output, so
+ * the worst of thousands of outputs lands near 3%; float types only reorder f32 sums.
+ * Levels agree with each other far more tightly: they quantize identically and differ in
+ * summation order only.
+ */
+
+import { assert, assertEquals } from "../../../tests/support/assert.ts";
+import { dequantize, ggmlTypeByName, randomBlocks, Rng } from "../../gguf/mod.ts";
+import { randomF32, relError, testKernels } from "./testing.ts";
+
+const TOKEN_COUNTS = [1, 2, 3, 7, 33, 130];
+const MAX_TOKENS = 130;
+
+interface Case {
+  type: string;
+  shapes: Array<[number, number]>;
+  tolerance: number;
+}
+
+const CASES: Case[] = [
+  { type: "F32", shapes: [[37, 67], [70, 300]], tolerance: 1e-5 },
+  { type: "F16", shapes: [[37, 67], [70, 300]], tolerance: 1e-5 },
+  { type: "BF16", shapes: [[37, 67], [70, 300]], tolerance: 1e-5 },
+  { type: "Q4_0", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
+  { type: "Q4_1", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
+  { type: "Q5_0", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
+  { type: "Q5_1", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
+  { type: "Q8_0", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
+  { type: "Q2_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
+  { type: "Q3_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
+  { type: "Q4_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
+  { type: "Q5_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
+  { type: "Q6_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
+];
+
+/** Levels agree this closely (relative to the output scale). */
+const LEVEL_TOLERANCE = 2e-4;
+
+for (const c of CASES) {
+  Deno.test(`matmul ${c.type}: every level and thread count matches the references`, async () => {
+    const k = await testKernels();
+    const info = ggmlTypeByName(c.type)!;
+    const rng = new Rng(info.id * 7919 + 1);
+    const pools = [k.createPool(1), k.createPool(2)];
+    try {
+      for (const [rows, cols] of c.shapes) {
+        const w = randomBlocks(info, (rows * cols) / info.blockSize, rng);
+        const x = randomF32(rng, MAX_TOKENS * cols);
+
+        const deq = dequantize(info, w, rows * cols);
+        const deqC = new Float32Array(rows * cols);
+        k.dequantizeRows(info.id, w, rows, cols, deqC);
+        assertEquals(deqC, deq, `${c.type}: C and TypeScript dequantizers differ`);
+
+        const ref = new Float32Array(MAX_TOKENS * rows);
+        pools[1].matmulRef(info.id, w, rows, cols, x, MAX_TOKENS, ref);
+        for (const t of [0, 1, MAX_TOKENS - 1]) {
+          for (let r = 0; r < rows; r++) {
+            let sum = 0;
+            for (let i = 0; i < cols; i++) sum += deq[r * cols + i] * x[t * cols + i];
+            assert(Math.abs(ref[t * rows + r] - sum) <= 1e-6 * (1 + Math.abs(sum)));
+          }
+        }
+
+        for (const n of TOKEN_COUNTS) {
+          const want = ref.subarray(0, n * rows);
+          let scalar: Float32Array | undefined;
+          for (const isa of k.supportedIsas()) {
+            for (const pool of pools) {
+              pool.isa = isa;
+              const y = new Float32Array(n * rows).fill(NaN);
+              pool.matmul(info.id, w, rows, cols, x, n, y);
+              const what = `${c.type} ${rows}x${cols} n=${n} ${isa} threads=${pool.threads}`;
+              const err = relError(y, want);
+              assert(err <= c.tolerance, `${what}: error ${err} vs reference`);
+              if (scalar === undefined) {
+                scalar = y;
+              } else {
+                const e = relError(y, scalar);
+                assert(e <= LEVEL_TOLERANCE, `${what}: differs from scalar level by ${e}`);
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      for (const p of pools) p.destroy();
+    }
+  });
+}

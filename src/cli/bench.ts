@@ -1,0 +1,171 @@
+import { parseArgs } from "node:util";
+import { errorMessage } from "../common/errors.ts";
+import { createBackend, type DeviceChoice } from "../backend/mod.ts";
+import { openGguf } from "../gguf/mod.ts";
+import { quantizationOf } from "../engine/describe.ts";
+import { mean, type Measurement, ModelBench, stddev } from "../bench/runner.ts";
+import {
+  FILE_TYPE_NAMES,
+  isFileType,
+  isSyntheticShape,
+  SYNTHETIC_SHAPES,
+  syntheticModel,
+} from "../bench/synthetic.ts";
+import { type Command, EXIT_OK } from "./command.ts";
+import { UsageError } from "./errors.ts";
+
+const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
+                    [-p 128,512] [-n 128] [-r REPS] [-t THREADS] [--device D] [--json]
+
+Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
+tokens one at a time) in tokens/s, like llama-bench, plus the memory read bandwidth
+measured in the same run and the decode efficiency it implies:
+tg tok/s x bytes read per token / bandwidth.
+
+  -m, --model FILE     GGUF model
+      --synthetic S    a synthetic model of shape S (${SYNTHETIC_SHAPES.join(", ")}),
+                       written once to the cache directory
+      --quant Q        its quantization (${FILE_TYPE_NAMES.join(", ")})
+  -p, --prompt LIST    prompt lengths (default 512)
+  -n, --gen LIST       generation lengths (default 128)
+  -r, --reps N         repetitions of each test (default 3)
+  -t, --threads N      CPU threads (default: all cores)
+      --device D       auto | cpu | cuda (default auto)
+      --json           print {"pp", "tg", "bandwidth_gbs", "bytes_per_token", "decode_efficiency", ...}
+  -h, --help           this text`;
+
+function list(name: string, value: string | undefined, fallback: number[]): number[] {
+  if (value === undefined) return fallback;
+  const xs = value.split(",").map((s) => Number(s.trim()));
+  if (xs.length === 0 || xs.some((x) => !Number.isInteger(x) || x <= 0)) {
+    throw new UsageError(`bench: ${name} must be a comma-separated list of positive integers`);
+  }
+  return xs;
+}
+
+function positive(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new UsageError(`bench: ${name} must be a non-negative integer`);
+  }
+  return n;
+}
+
+function modelPath(values: { model?: string; synthetic?: string; quant?: string }): string {
+  if ((values.model === undefined) === (values.synthetic === undefined)) {
+    throw new UsageError("bench: give either --model or --synthetic");
+  }
+  if (values.model !== undefined) return values.model;
+  const shape = values.synthetic!;
+  const quant = values.quant ?? "q8_0";
+  if (!isSyntheticShape(shape)) {
+    throw new UsageError(
+      `bench: unknown synthetic shape "${shape}" (${SYNTHETIC_SHAPES.join(", ")})`,
+    );
+  }
+  if (!isFileType(quant)) {
+    throw new UsageError(`bench: unknown quantization "${quant}" (${FILE_TYPE_NAMES.join(", ")})`);
+  }
+  return syntheticModel(shape, quant);
+}
+
+function rate(m: Measurement): string {
+  return `${mean(m.samples).toFixed(2)} ± ${stddev(m.samples).toFixed(2)}`;
+}
+
+export const benchCommand: Command = {
+  summary: "measure prompt and generation speed (llama-bench style)",
+  run(args: string[]): Promise<number> {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args,
+        strict: true,
+        allowPositionals: false,
+        options: {
+          model: { type: "string", short: "m" },
+          synthetic: { type: "string" },
+          quant: { type: "string" },
+          prompt: { type: "string", short: "p" },
+          gen: { type: "string", short: "n" },
+          reps: { type: "string", short: "r" },
+          threads: { type: "string", short: "t" },
+          device: { type: "string" },
+          json: { type: "boolean" },
+          help: { type: "boolean", short: "h" },
+        },
+      });
+    } catch (err) {
+      throw new UsageError(errorMessage(err));
+    }
+    const { values } = parsed;
+    if (values.help) {
+      console.log(HELP);
+      return Promise.resolve(EXIT_OK);
+    }
+    const prompts = list("-p", values.prompt, [512]);
+    const gens = list("-n", values.gen, [128]);
+    const reps = Math.max(1, positive("-r", values.reps, 3));
+    const threads = positive("-t", values.threads, 0);
+    const device = (values.device ?? "auto") as DeviceChoice;
+    if (!["auto", "cpu", "cuda"].includes(device)) {
+      throw new UsageError(`bench: unknown device "${device}"`);
+    }
+    const path = modelPath(values);
+
+    const file = openGguf(path);
+    const backend = createBackend(device, { threads });
+    const maxTokens = Math.max(...prompts, ...gens) + 16;
+    const bench = ModelBench.load(file, backend, maxTokens);
+    try {
+      const pp = prompts.map((n) => bench.measure(`pp${n}`, n, reps, (k, s) => bench.prompt(k, s)));
+      const tg = gens.map((n) => bench.measure(`tg${n}`, n, reps, (k, s) => bench.generate(k, s)));
+      const bandwidth = backend.bandwidthGBs?.() ?? NaN;
+      const bytesPerToken = bench.bytesPerToken(file, gens[0] / 2);
+      const tgRate = mean(tg[0].samples);
+      const efficiency = (tgRate * bytesPerToken) / (bandwidth * 1e9);
+      const label = `${values.synthetic ?? path.split("/").at(-1)} ${quantizationOf(file)}`;
+      const size = file.tensors.reduce((a, t) => a + t.nBytes, 0);
+      const params = file.tensors.reduce((a, t) => a + t.nElements, 0);
+      const nThreads = "pool" in backend ? (backend.pool as { threads: number }).threads : threads;
+      if (values.json) {
+        console.log(JSON.stringify({
+          pp: mean(pp[0].samples),
+          tg: tgRate,
+          bandwidth_gbs: bandwidth,
+          bytes_per_token: bytesPerToken,
+          decode_efficiency: efficiency,
+          model: label,
+          backend: backend.kind,
+          threads: nThreads,
+          results: [...pp, ...tg].map((m) => ({
+            test: m.test,
+            tok_s: mean(m.samples),
+            stddev: stddev(m.samples),
+          })),
+        }));
+      } else {
+        const head = `| model | size | params | backend | threads | test | t/s |`;
+        console.log(head);
+        console.log("| --- | ---: | ---: | --- | ---: | ---: | ---: |");
+        for (const m of [...pp, ...tg]) {
+          console.log(
+            `| ${label} | ${(size / 2 ** 20).toFixed(2)} MiB | ${(params / 1e6).toFixed(2)} M | ` +
+              `${backend.kind} | ${nThreads} | ${m.test} | ${rate(m)} |`,
+          );
+        }
+        console.log(
+          `\nmemory read bandwidth ${bandwidth.toFixed(1)} GB/s; decode reads ` +
+            `${(bytesPerToken / 1e6).toFixed(1)} MB/token; decode efficiency ` +
+            `${(efficiency * 100).toFixed(1)}% (tg${gens[0]})`,
+        );
+      }
+    } finally {
+      bench.close();
+      backend.close();
+      file.close();
+    }
+    return Promise.resolve(EXIT_OK);
+  },
+};

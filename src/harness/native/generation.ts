@@ -1,0 +1,125 @@
+/**
+ * One running request on the native engine, seen as the OpenAI layer's `Generation`:
+ * engine events become generation events, timing feeds the
+ * model's metrics, and whatever way the request ends — finished, failed, cancelled by the
+ * client or stopped by the node — its admission slot is released exactly once.
+ */
+
+import type { EngineEvent, GenerationStream, TokenInfo } from "../../engine/mod.ts";
+import type { GeneratedToken, Generation, GenerationEvent } from "../../openai/mod.ts";
+import type { Release } from "./admission.ts";
+import type { ModelMetrics, Outcome } from "./model_metrics.ts";
+
+export interface GenerationContext {
+  /** performance.now() when the request arrived. */
+  arrivedAt: number;
+  metrics: ModelMetrics;
+  release: Release;
+  /** Called once, after the last event. */
+  onEnd: (gen: NativeGeneration) => void;
+}
+
+/** Why the node stopped a request (shown to the client as an error). */
+export interface StopReason {
+  code: string;
+  message: string;
+}
+
+export class NativeGeneration implements Generation {
+  readonly promptTokens: number;
+  readonly events: AsyncIterable<GenerationEvent>;
+  readonly #stream: GenerationStream;
+  readonly #ctx: GenerationContext;
+  #stopReason: StopReason | null = null;
+
+  constructor(stream: GenerationStream, ctx: GenerationContext) {
+    this.#stream = stream;
+    this.#ctx = ctx;
+    this.promptTokens = stream.promptTokens;
+    this.events = this.#run();
+  }
+
+  /** The client went away: stop quietly. */
+  cancel(): void {
+    this.#stream.cancel();
+  }
+
+  /** The node stops the request (unload, shutdown): the client gets `reason` as an error. */
+  stop(reason: StopReason): void {
+    this.#stopReason ??= reason;
+    this.#stream.cancel();
+  }
+
+  async *#run(): AsyncGenerator<GenerationEvent> {
+    const { metrics } = this.#ctx;
+    let outcome: Outcome = "failed";
+    let lastTokenAt: number | null = null;
+    try {
+      for await (const e of this.#stream) {
+        if (e.type === "delta" && e.tokens.length > 0) {
+          const now = performance.now();
+          if (lastTokenAt === null) {
+            metrics.ttft.observe((now - this.#ctx.arrivedAt) / 1000);
+          } else {
+            const each = (now - lastTokenAt) / 1000 / e.tokens.length;
+            for (let i = 0; i < e.tokens.length; i++) metrics.itl.observe(each);
+          }
+          lastTokenAt = now;
+        }
+        const out = this.#convert(e);
+        if (e.type === "done") {
+          metrics.promptTokens += e.usage.promptTokens;
+          metrics.completionTokens += e.usage.completionTokens;
+          outcome = e.finishReason === "cancelled" ? "cancelled" : "completed";
+        }
+        if (out) yield out;
+      }
+    } finally {
+      this.#ctx.release();
+      metrics.outcome(outcome);
+      this.#ctx.onEnd(this);
+    }
+  }
+
+  #convert(e: EngineEvent): GenerationEvent | null {
+    switch (e.type) {
+      case "accepted":
+        return null;
+      case "delta":
+        return {
+          type: "delta",
+          ...(e.reasoning ? { reasoning: e.reasoning } : {}),
+          ...(e.content ? { content: e.content } : {}),
+          tokens: e.tokens.map((t) => this.#token(t)),
+        };
+      case "tool_call":
+        return { type: "tool_call", name: e.call.name, arguments: e.call.arguments };
+      case "done":
+        if (e.finishReason === "cancelled") {
+          // A client that cancelled is gone; a request the node stopped hears why.
+          const r = this.#stopReason;
+          return r ? { type: "error", code: r.code, message: r.message } : null;
+        }
+        return { type: "done", finishReason: e.finishReason, usage: e.usage };
+      case "error":
+        return { type: "error", code: e.code, message: e.message };
+    }
+  }
+
+  #token(t: TokenInfo): GeneratedToken {
+    return {
+      id: t.id,
+      bytes: Uint8Array.from(t.bytes),
+      ...(t.logprob !== undefined ? { logprob: t.logprob } : {}),
+      ...(t.top
+        ? {
+          top: t.top.map((a) => ({
+            id: a.id,
+            bytes: Uint8Array.from(a.bytes),
+            logprob: a.logprob,
+          })),
+        }
+        : {}),
+    };
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Per-model serving numbers for /health and /metrics: request outcomes, token counts,
+ * time to first token, inter-token latency, and recent prefill/decode speed (tokens per
+ * second of engine time, from the engine's own counters).
+ */
+
+import type { EngineStats } from "../../engine/mod.ts";
+import type { HistogramSnapshot } from "../harness.ts";
+import { Histogram, ITL_BUCKETS, TTFT_BUCKETS } from "./histogram.ts";
+
+/** How a request ended: `rejected` never ran (queue full or too long a wait). */
+export type Outcome = "completed" | "cancelled" | "failed" | "rejected";
+
+const SMOOTHING = 0.5;
+
+export class ModelMetrics {
+  readonly ttft = new Histogram(TTFT_BUCKETS);
+  readonly itl = new Histogram(ITL_BUCKETS);
+  readonly outcomes: Record<Outcome, number> = {
+    completed: 0,
+    cancelled: 0,
+    failed: 0,
+    rejected: 0,
+  };
+  promptTokens = 0;
+  completionTokens = 0;
+  tokSPrefill = 0;
+  tokSDecode = 0;
+  #last: EngineStats = {
+    running: 0,
+    waiting: 0,
+    kvBlocksUsed: 0,
+    kvBlocksFree: 0,
+    prefillTokens: 0,
+    prefillSeconds: 0,
+    decodeTokens: 0,
+    decodeSeconds: 0,
+  };
+
+  outcome(o: Outcome): void {
+    this.outcomes[o]++;
+  }
+
+  /** Folds a new reading of the engine's counters into the recent speeds. */
+  engineStats(s: EngineStats): void {
+    const last = this.#last;
+    this.#last = s;
+    const rate = (tokens: number, secs: number, prev: number): number => {
+      if (tokens <= 0 || secs <= 0) return prev;
+      const now = tokens / secs;
+      return prev === 0 ? now : SMOOTHING * prev + (1 - SMOOTHING) * now;
+    };
+    this.tokSPrefill = rate(
+      s.prefillTokens - last.prefillTokens,
+      s.prefillSeconds - last.prefillSeconds,
+      this.tokSPrefill,
+    );
+    this.tokSDecode = rate(
+      s.decodeTokens - last.decodeTokens,
+      s.decodeSeconds - last.decodeSeconds,
+      this.tokSDecode,
+    );
+  }
+
+  histograms(): { ttft: HistogramSnapshot; itl: HistogramSnapshot } {
+    return { ttft: this.ttft.snapshot(), itl: this.itl.snapshot() };
+  }
+}

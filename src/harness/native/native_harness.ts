@@ -1,0 +1,212 @@
+/**
+ * The in-process engine as a harness: loads GGUF models (a path inside `model_dirs`, or a
+ * hub repository downloaded into the cache) into one engine Worker each, and serves the
+ * OpenAI routes for them with admission control.
+ */
+
+import type { ModelSpec, NativeConfig } from "../../config/mod.ts";
+import { errorMessage, NeuronError } from "../../common/errors.ts";
+import { log } from "../../common/log.ts";
+import { EngineHost } from "../../engine/mod.ts";
+import type { DownloadProgress } from "../../hub/mod.ts";
+import { HarnessError } from "../errors.ts";
+import type {
+  Harness,
+  HarnessContext,
+  HarnessHealth,
+  HarnessKind,
+  InferenceCall,
+  LoadProgress,
+  LoadProgressDetail,
+  ModelInfo,
+} from "../harness.ts";
+import { LoadedModel } from "./loaded_model.ts";
+import { modelFile } from "./model_source.ts";
+
+/**
+ * Tokens per engine step at most: longer prompts are prefilled in chunks, so running
+ * sequences keep decoding between them and the step's scratch memory stays bounded.
+ */
+const MAX_BATCH_TOKENS = 512;
+/** Share of a load's progress given to the download; the rest is reading the weights. */
+const DOWNLOAD_SHARE = 0.9;
+
+interface Loading {
+  progress: number;
+  detail: LoadProgressDetail;
+}
+
+export class NativeHarness implements Harness {
+  readonly name: string;
+  readonly kind: HarnessKind = "native";
+  readonly #config: NativeConfig;
+  readonly #ctx: HarnessContext;
+  readonly #env: Record<string, string>;
+  readonly #models = new Map<string, LoadedModel>();
+  readonly #loading = new Map<string, Loading>();
+  readonly #closing = new AbortController();
+
+  constructor(
+    name: string,
+    config: NativeConfig,
+    ctx: HarnessContext,
+    env: Record<string, string> = Deno.env.toObject(),
+  ) {
+    this.name = name;
+    this.#config = config;
+    this.#ctx = ctx;
+    this.#env = env;
+  }
+
+  start(): void {}
+
+  health(): HarnessHealth {
+    return {
+      name: this.name,
+      kind: this.kind,
+      state: "ready",
+      models: [...this.#models.values()].map((m) => m.stats()),
+    };
+  }
+
+  list(): ModelInfo[] {
+    const loading = [...this.#loading].map(([id, l]): ModelInfo => ({
+      id,
+      harness: this.name,
+      status: "loading",
+      devices: [],
+      vram_used_mb: null,
+      progress: l.progress,
+      load_progress: { ...l.detail },
+    }));
+    return [...loading, ...[...this.#models.values()].map((m) => m.info())];
+  }
+
+  async load(spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<void> {
+    const id = spec.model_id;
+    if (this.#models.has(id) || this.#loading.has(id)) {
+      throw new HarnessError("already_loaded", `model ${id} is already loaded`);
+    }
+    if ((spec.tensor_parallel ?? 1) > 1) {
+      throw new NeuronError(
+        "tensor_parallel_unavailable",
+        `cannot load ${id} with tensor_parallel=${spec.tensor_parallel}: the native engine runs ` +
+          "a model on one device in this version",
+      );
+    }
+    const mlog = log.child({ model: id, harness: this.name });
+    const state: Loading = { progress: 0, detail: { stage: "resolving" } };
+    const report = (): void =>
+      onProgress?.({
+        fraction: state.progress,
+        stage: state.detail.stage,
+        detail: { ...state.detail },
+      });
+    this.#loading.set(id, state);
+    try {
+      const path = await modelFile(spec, this.#config, {
+        env: this.#env,
+        signal: this.#closing.signal,
+        log: mlog,
+        onDownload: (p: DownloadProgress) => {
+          state.progress = p.total ? (p.bytes / p.total) * DOWNLOAD_SHARE : 0;
+          state.detail = {
+            stage: "downloading",
+            file: p.file,
+            downloaded_bytes: p.bytes,
+            total_bytes: p.total,
+            bytes_per_sec: Math.round(p.bytesPerSec),
+            eta_secs: p.etaSecs === null ? null : Math.round(p.etaSecs),
+          };
+          report();
+        },
+      });
+      state.progress = DOWNLOAD_SHARE;
+      state.detail = { stage: "loading weights", file: path };
+      report();
+      const host = await this.#startEngine(id, path);
+      if (this.#closing.signal.aborted) {
+        await host.close();
+        throw new HarnessError(
+          "shutting_down",
+          `load of ${id} abandoned: the node is shutting down`,
+        );
+      }
+      const a = this.#config.admission;
+      const limits = {
+        maxInFlight: a.max_in_flight,
+        maxQueueDepth: a.max_queue_depth,
+        maxWaitSecs: a.max_wait_secs,
+      };
+      const devices = spec.devices ?? [0];
+      this.#models.set(id, new LoadedModel(id, this.name, host, limits, devices));
+      const d = host.description;
+      mlog.info("model ready", {
+        path,
+        device: d.device,
+        quantization: d.quantization,
+        context: d.contextLength,
+        weight_bytes: d.weightBytes,
+        kv_bytes: d.kvBytes,
+      });
+    } finally {
+      this.#loading.delete(id);
+    }
+  }
+
+  async #startEngine(id: string, path: string): Promise<EngineHost> {
+    try {
+      return await EngineHost.start({
+        modelPath: path,
+        device: this.#config.device,
+        threads: this.#config.threads ?? 0,
+        contextLength: this.#config.context_length ?? 0,
+        maxSequences: this.#config.admission.max_in_flight,
+        maxBatchTokens: MAX_BATCH_TOKENS,
+        kvDtype: "f16",
+      });
+    } catch (err) {
+      throw new HarnessError(
+        "model_load_failed",
+        `cannot load ${id} from ${path}: ${errorMessage(err)}`,
+        {
+          cause: err,
+        },
+      );
+    }
+  }
+
+  async unload(id: string): Promise<void> {
+    const model = this.#models.get(id);
+    if (!model) throw new HarnessError("model_not_found", `model ${id} is not loaded`);
+    this.#models.delete(id);
+    await model.close({ code: "model_unloaded", message: `model ${id} was unloaded` });
+  }
+
+  has(id: string): boolean {
+    return this.#models.has(id);
+  }
+
+  endpoint(id: string): string | null {
+    return this.#models.get(id)?.host.alive ? this.#ctx.selfUrl() : null;
+  }
+
+  serve(call: InferenceCall): Promise<Response> {
+    const model = this.#models.get(call.model);
+    if (!model) {
+      return Promise.reject(
+        new HarnessError("model_not_found", `The model '${call.model}' does not exist`),
+      );
+    }
+    return model.serve(call);
+  }
+
+  async close(): Promise<void> {
+    this.#closing.abort(new HarnessError("shutting_down", "the node is shutting down"));
+    const models = [...this.#models.values()];
+    this.#models.clear();
+    await Promise.all(
+      models.map((m) => m.close({ code: "shutting_down", message: "the node is shutting down" })),
+    );
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * `POST /v1/chat/completions` requests: the schema (unknown fields ignored, as OpenAI's
+ * newer fields keep arriving), then the checks a schema cannot express, then the
+ * normalized form the harness runs.
+ */
+
+import { z } from "zod";
+import { type ChatMessage, type ChatTool, ToolSchema } from "../chat/mod.ts";
+import { unsupported } from "./errors.ts";
+import {
+  commonFields,
+  maxNewTokens,
+  requestedSampling,
+  requireSingleChoice,
+  stopStrings,
+  templateKwargs,
+} from "./fields.ts";
+import type { RequestedSampling } from "./generation.ts";
+import { issuePath, parseRequest } from "./validate.ts";
+
+const TextPart = z.object({ type: z.literal("text"), text: z.string() });
+/** Parts a text model cannot take; accepted by the schema so the refusal can say why. */
+const MediaPart = z.object({
+  type: z.enum(["image_url", "input_image", "input_audio", "file", "image", "audio"]),
+});
+const ContentPart = z.discriminatedUnion("type", [TextPart, MediaPart]);
+
+const ToolCall = z.object({
+  id: z.string().nullish(),
+  type: z.literal("function").nullish(),
+  function: z.object({
+    name: z.string().min(1),
+    arguments: z.union([z.string(), z.record(z.string(), z.unknown())]),
+  }),
+});
+
+const Message = z.object({
+  role: z.enum(["system", "developer", "user", "assistant", "tool"]),
+  content: z.union([z.string(), z.array(ContentPart), z.null()]).optional(),
+  reasoning_content: z.string().nullish(),
+  tool_calls: z.array(ToolCall).nullish(),
+  name: z.string().nullish(),
+  tool_call_id: z.string().nullish(),
+});
+
+const ToolChoice = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1) }) }),
+]);
+
+export const chatRequestSchema = z.object({
+  ...commonFields,
+  messages: z.array(Message).min(1, "must contain at least one message"),
+  max_tokens: z.int().min(1).nullish(),
+  max_completion_tokens: z.int().min(1).nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.int().min(0).max(20).nullish(),
+  tools: z.array(ToolSchema).nullish(),
+  tool_choice: ToolChoice.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
+  response_format: z.object({ type: z.string() }).nullish(),
+  return_tokens_as_token_ids: z.boolean().nullish(),
+});
+
+export type ChatRequestBody = z.infer<typeof chatRequestSchema>;
+
+/** A chat request, checked and normalized. */
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools: ChatTool[];
+  templateKwargs: Record<string, unknown>;
+  maxTokens?: number;
+  sampling: RequestedSampling;
+  stop: string[];
+  logprobs: boolean;
+  topLogprobs: number;
+  stream: boolean;
+  /** `[n]token_id:<id>` instead of token text in logprobs (vLLM's option). */
+  tokensAsIds: boolean;
+}
+
+/** Messages as the template takes them: `developer` is `system`, text parts only. */
+function toChatMessages(messages: ChatRequestBody["messages"]): ChatMessage[] {
+  return messages.map((m, i) => {
+    if (Array.isArray(m.content)) {
+      const j = m.content.findIndex((p) => p.type !== "text");
+      if (j >= 0) {
+        throw unsupported(
+          issuePath(["messages", i, "content", j]),
+          `messages[${i}].content[${j}]: '${m.content[j].type}' parts are not supported: ` +
+            `this model takes text only`,
+        );
+      }
+    }
+    const out: ChatMessage = {
+      role: m.role === "developer" ? "system" : m.role,
+      content: Array.isArray(m.content)
+        ? m.content.map((p) => ({ type: "text" as const, text: (p as { text: string }).text }))
+        : m.content,
+    };
+    if (m.reasoning_content) out.reasoning_content = m.reasoning_content;
+    if (m.tool_calls?.length) {
+      out.tool_calls = m.tool_calls.map((c) => ({
+        ...(c.id ? { id: c.id } : {}),
+        type: "function" as const,
+        function: c.function,
+      }));
+    }
+    if (m.name) out.name = m.name;
+    if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
+    return out;
+  });
+}
+
+/** The tools the model is offered, after `tool_choice`. */
+export function chosenTools(
+  tools: ChatTool[],
+  choice: z.infer<typeof ToolChoice> | null | undefined,
+): ChatTool[] {
+  if (choice == null || choice === "auto") return tools;
+  if (choice === "none") return [];
+  if (choice === "required") {
+    throw unsupported(
+      "tool_choice",
+      "tool_choice 'required' is not supported: the model decides whether to call a tool",
+    );
+  }
+  const named = tools.filter((t) => t.function.name === choice.function.name);
+  if (named.length === 0) {
+    throw unsupported(
+      "tool_choice",
+      `tool_choice names '${choice.function.name}', which is not in tools`,
+    );
+  }
+  return named;
+}
+
+export function responseFormatIsText(format: { type: string } | null | undefined): void {
+  if (format && format.type !== "text") {
+    throw unsupported(
+      "response_format",
+      `response_format '${format.type}' is not supported: this node generates free text`,
+    );
+  }
+}
+
+export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
+  const body = parseRequest(chatRequestSchema, json);
+  requireSingleChoice(body.n);
+  responseFormatIsText(body.response_format);
+  if (body.top_logprobs && !body.logprobs) {
+    throw unsupported("top_logprobs", "top_logprobs requires logprobs to be true");
+  }
+  return {
+    model: body.model,
+    messages: toChatMessages(body.messages),
+    tools: chosenTools(body.tools ?? [], body.tool_choice),
+    templateKwargs: templateKwargs(body.chat_template_kwargs, headers),
+    maxTokens: maxNewTokens(body.max_completion_tokens, body.max_tokens),
+    sampling: requestedSampling(body),
+    stop: stopStrings(body.stop),
+    logprobs: body.logprobs ?? false,
+    topLogprobs: body.top_logprobs ?? 0,
+    stream: body.stream ?? false,
+    tokensAsIds: body.return_tokens_as_token_ids ?? false,
+  };
+}

@@ -1,0 +1,82 @@
+/** `POST /v1/completions` requests: a text prompt or token ids, one choice. */
+
+import { z } from "zod";
+import { unsupported } from "./errors.ts";
+import {
+  commonFields,
+  maxNewTokens,
+  requestedSampling,
+  requireSingleChoice,
+  stopStrings,
+} from "./fields.ts";
+import type { RequestedSampling } from "./generation.ts";
+import { parseRequest } from "./validate.ts";
+
+/** OpenAI's legacy completions default to 16 new tokens when max_tokens is absent. */
+export const DEFAULT_COMPLETION_TOKENS = 16;
+
+const TokenIds = z.array(z.int().min(0)).min(1, "must contain at least one token id");
+
+export const completionRequestSchema = z.object({
+  ...commonFields,
+  prompt: z.union([
+    z.string(),
+    z.array(z.string()).min(1),
+    TokenIds,
+    z.array(TokenIds).min(1),
+  ]),
+  max_tokens: z.int().min(1).nullish(),
+  logprobs: z.int().min(0).max(20).nullish(),
+  echo: z.boolean().nullish(),
+  suffix: z.string().nullish(),
+  best_of: z.int().min(1).nullish(),
+  return_tokens_as_token_ids: z.boolean().nullish(),
+});
+
+export type CompletionPrompt = { kind: "text"; text: string } | { kind: "tokens"; ids: number[] };
+
+export interface CompletionRequest {
+  model: string;
+  prompt: CompletionPrompt;
+  maxTokens?: number;
+  sampling: RequestedSampling;
+  stop: string[];
+  /** Alternatives per token to report; null = no log-probs. */
+  logprobs: number | null;
+  stream: boolean;
+  tokensAsIds: boolean;
+}
+
+function singlePrompt(prompt: z.infer<typeof completionRequestSchema>["prompt"]): CompletionPrompt {
+  if (typeof prompt === "string") return { kind: "text", text: prompt };
+  if (prompt.length > 1 && (typeof prompt[0] === "string" || Array.isArray(prompt[0]))) {
+    throw unsupported(
+      "prompt",
+      `${prompt.length} prompts in one request are not supported: send one prompt per request`,
+    );
+  }
+  const first = prompt[0];
+  if (typeof first === "string") return { kind: "text", text: first };
+  if (Array.isArray(first)) return { kind: "tokens", ids: first };
+  return { kind: "tokens", ids: prompt as number[] };
+}
+
+export function parseCompletionRequest(json: unknown): CompletionRequest {
+  const body = parseRequest(completionRequestSchema, json);
+  requireSingleChoice(body.n);
+  if (body.best_of != null && body.best_of > 1) {
+    throw unsupported("best_of", "best_of above 1 is not supported");
+  }
+  if (body.echo) throw unsupported("echo", "echo is not supported");
+  if (body.suffix) throw unsupported("suffix", "suffix (fill-in-the-middle) is not supported");
+  return {
+    model: body.model,
+    prompt: singlePrompt(body.prompt),
+    maxTokens: maxNewTokens(null, body.max_tokens) ?? DEFAULT_COMPLETION_TOKENS,
+    sampling: requestedSampling(body),
+    stop: stopStrings(body.stop),
+    logprobs: body.logprobs ?? null,
+    stream: body.stream ?? false,
+    tokensAsIds: body.return_tokens_as_token_ids ?? false,
+  };
+}

@@ -1,0 +1,35 @@
+import { NeuronError } from "../common/errors.ts";
+
+/**
+ * Why an OpenAI request was refused before any work started. `invalid_request_body` (422)
+ * is a field of the wrong shape; `invalid_request` (400) is a well-formed request this node
+ * cannot honour (n > 1, image parts to a text model, an unsupported option). `param` names
+ * the offending field, as OpenAI's envelope does.
+ */
+export type OpenAiErrorCode = "invalid_request_body" | "invalid_request";
+
+export class OpenAiError extends NeuronError {
+  declare readonly code: OpenAiErrorCode;
+  readonly param: string | null;
+
+  constructor(code: OpenAiErrorCode, message: string, param: string | null = null) {
+    super(code, message);
+    this.param = param;
+  }
+}
+
+/** A well-formed request asking for something this node does not do. */
+export function unsupported(param: string, message: string): OpenAiError {
+  return new OpenAiError("invalid_request", message, param);
+}
+
+/**
+ * Generation stopped with an error after the request was accepted (the engine failed, the
+ * model was unloaded, the node is going down). Keeps the generator's code.
+ */
+export class GenerationError extends NeuronError {}
+
+/** The events ended without a result: the generation was stopped (client gone, node stopping). */
+export function endedEarly(): GenerationError {
+  return new GenerationError("request_cancelled", "the generation was stopped before it finished");
+}

@@ -1,0 +1,101 @@
+/**
+ * Request fields shared by chat completions, completions and responses, and their
+ * translation into generation settings. Unset and `null` mean the same (clients send both).
+ */
+
+import { z } from "zod";
+import { unsupported } from "./errors.ts";
+import type { RequestedSampling } from "./generation.ts";
+
+/** OpenAI allows up to 4 stop strings; llama-server and vLLM more. */
+const MAX_STOPS = 16;
+
+/** Fields of chat completions and completions alike. */
+export const commonFields = {
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().gt(0).max(1).nullish(),
+  top_k: z.int().min(-1).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  repetition_penalty: z.number().gt(0).max(10).nullish(),
+  seed: z.int().nullish(),
+  logit_bias: z.record(
+    z.string().regex(/^\d+$/, "keys must be token ids"),
+    z.number().min(-100).max(100),
+  )
+    .nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(MAX_STOPS)]).nullish(),
+  n: z.int().min(1).nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+  user: z.string().nullish(),
+  model: z.string().min(1),
+};
+
+type SamplingFields = {
+  temperature?: number | null;
+  top_p?: number | null;
+  top_k?: number | null;
+  min_p?: number | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  repetition_penalty?: number | null;
+  seed?: number | null;
+  logit_bias?: Record<string, number> | null;
+};
+
+export function requestedSampling(body: SamplingFields): RequestedSampling {
+  const out: RequestedSampling = {};
+  if (body.temperature != null) out.temperature = body.temperature;
+  if (body.top_p != null) out.topP = body.top_p;
+  if (body.top_k != null) out.topK = body.top_k;
+  if (body.min_p != null) out.minP = body.min_p;
+  if (body.presence_penalty != null) out.presencePenalty = body.presence_penalty;
+  if (body.frequency_penalty != null) out.frequencyPenalty = body.frequency_penalty;
+  if (body.repetition_penalty != null) out.repetitionPenalty = body.repetition_penalty;
+  if (body.seed != null) out.seed = body.seed;
+  if (body.logit_bias) {
+    out.logitBias = new Map(Object.entries(body.logit_bias).map(([k, v]) => [Number(k), v]));
+  }
+  return out;
+}
+
+export function stopStrings(stop: string | string[] | null | undefined): string[] {
+  if (stop == null) return [];
+  return (typeof stop === "string" ? [stop] : stop).filter((s) => s.length > 0);
+}
+
+/** One choice per request: `n` above 1 is refused rather than silently ignored. */
+export function requireSingleChoice(n: number | null | undefined): void {
+  if (n != null && n > 1) {
+    throw unsupported("n", `n=${n} is not supported: this node returns one choice per request`);
+  }
+}
+
+/** `max_completion_tokens` wins over `max_tokens` (WIRE.md); absent = until the context ends. */
+export function maxNewTokens(
+  maxCompletionTokens: number | null | undefined,
+  maxTokens: number | null | undefined,
+): number | undefined {
+  return maxCompletionTokens ?? maxTokens ?? undefined;
+}
+
+/** `x-include-thinking: 1` (or true/yes): the client shows reasoning. */
+export function includeThinking(headers: Headers): boolean {
+  const v = (headers.get("x-include-thinking") ?? "").trim().toLowerCase();
+  return v === "1" || v === "true" || v === "yes";
+}
+
+/**
+ * The template kwargs a request renders with: its own `chat_template_kwargs`, with
+ * `enable_thinking` defaulting to the `x-include-thinking` header when it does not set it.
+ */
+export function templateKwargs(
+  kwargs: Record<string, unknown> | null | undefined,
+  headers: Headers,
+): Record<string, unknown> {
+  const out = { ...(kwargs ?? {}) };
+  if (out.enable_thinking === undefined) out.enable_thinking = includeThinking(headers);
+  return out;
+}
