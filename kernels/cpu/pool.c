@@ -8,6 +8,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,16 +82,44 @@ static const nk_isa_ops *ops_for(int32_t isa) {
   }
 }
 
+/*
+ * Every allocation starts with one NK_ALIGN-sized header recording how it was made, so
+ * nk_free needs no size. Large buffers (KV caches sized for a whole context) come straight
+ * from mmap: the kernel zeroes their pages lazily, so memory nobody has written yet costs
+ * nothing, where memset would make all of it resident at once.
+ */
+typedef struct {
+  uint64_t total;
+  uint64_t mapped;
+} alloc_header;
+
+#define NK_MMAP_THRESHOLD (1u << 21)
+
 void *nk_alloc(uint64_t bytes) {
-  void *p = NULL;
   const size_t n = bytes ? (size_t)nk_round_up((int64_t)bytes, NK_ALIGN) : NK_ALIGN;
-  if (posix_memalign(&p, NK_ALIGN, n) != 0) return NULL;
-  memset(p, 0, n);
-  return p;
+  const size_t total = n + NK_ALIGN;
+  uint8_t *base;
+  int mapped = total >= NK_MMAP_THRESHOLD;
+  if (mapped) {
+    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    base = m;
+  } else {
+    void *p = NULL;
+    if (posix_memalign(&p, NK_ALIGN, total) != 0) return NULL;
+    memset(p, 0, total);
+    base = p;
+  }
+  *(alloc_header *)base = (alloc_header){total, (uint64_t)mapped};
+  return base + NK_ALIGN;
 }
 
 void nk_free(void *ptr) {
-  free(ptr);
+  if (!ptr) return;
+  uint8_t *base = (uint8_t *)ptr - NK_ALIGN;
+  const alloc_header h = *(alloc_header *)base;
+  if (h.mapped) munmap(base, h.total);
+  else free(base);
 }
 
 static int64_t now_ns(void) {
@@ -147,7 +176,7 @@ nk_pool *nk_pool_create(int32_t n_threads) {
   if (!pool->threads || !pool->scratch) {
     free(pool->threads);
     free(pool->scratch);
-    free(pool);
+    nk_free(pool);
     return NULL;
   }
   for (int32_t i = 1; i < n_threads; i++) {
@@ -171,11 +200,11 @@ void nk_pool_destroy(nk_pool *pool) {
   atomic_fetch_add(&pool->gen, 1);
   futex_wake_all(&pool->gen);
   for (int32_t i = 1; i < pool->n; i++) pthread_join(pool->threads[i], NULL);
-  for (int32_t i = 0; i < pool->n; i++) free(pool->scratch[i]);
+  for (int32_t i = 0; i < pool->n; i++) nk_free(pool->scratch[i]);
   free(pool->scratch);
   free(pool->threads);
-  free(pool->shared);
-  free(pool);
+  nk_free(pool->shared);
+  nk_free(pool);
 }
 
 int32_t nk_pool_threads(const nk_pool *pool) {
@@ -219,7 +248,7 @@ int32_t nk_pool_reserve(nk_pool *pool, int64_t bytes) {
   for (int32_t i = 0; i < pool->n; i++) {
     void *p = nk_alloc((uint64_t)bytes);
     if (!p) return NK_ENOMEM;
-    free(pool->scratch[i]);
+    nk_free(pool->scratch[i]);
     pool->scratch[i] = p;
   }
   pool->scratch_bytes = bytes;
@@ -234,7 +263,7 @@ void *nk_pool_shared(nk_pool *pool, int64_t bytes) {
   if (bytes > pool->shared_bytes) {
     void *p = nk_alloc((uint64_t)bytes);
     if (!p) return NULL;
-    free(pool->shared);
+    nk_free(pool->shared);
     pool->shared = p;
     pool->shared_bytes = bytes;
   }

@@ -12,70 +12,68 @@ import {
   OutputParser,
   promptOpensReasoning,
 } from "../chat/mod.ts";
-import type { Backend, KvCache, SequenceSlice } from "../backend/backend.ts";
-import { createBackend } from "../backend/mod.ts";
+import type { SequenceSlice } from "../backend/backend.ts";
 import { errorMessage } from "../common/errors.ts";
 import { type GgufFile, openGguf } from "../gguf/mod.ts";
-import { Qwen3Model } from "../models/qwen3.ts";
+import { readQwen3Hparams } from "../models/qwen3.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/mod.ts";
 import { EngineError } from "./errors.ts";
-import { KvBlocks } from "./kv_blocks.ts";
+import { BlockPool } from "./kv/block_pool.ts";
+import { Scheduler } from "./scheduler.ts";
 import type { EngineOptions, EngineStats, GenerateRequest, ModelDescription } from "./protocol.ts";
 import { topIds } from "./sampler.ts";
 import { type EventSink, Sequence } from "./sequence.ts";
 import { describeModel } from "./describe.ts";
+import { type ModelRunner, openRunner } from "./runner.ts";
 
 const KV_BLOCK_SIZE = 16;
+/** Step budget while several sequences share the engine (see scheduler.ts). */
+const INTERACTIVE_BATCH_TOKENS = 64;
 
 export class Engine {
   readonly description: ModelDescription;
   readonly #file: GgufFile;
-  readonly #backend: Backend;
-  readonly #model: Qwen3Model;
+  readonly #runner: ModelRunner;
   readonly #tokenizer: Tokenizer;
   readonly #template: ChatTemplate | null;
-  readonly #cache: KvCache;
-  readonly #blocks: KvBlocks;
-  readonly #options: EngineOptions;
+  readonly #pool: BlockPool;
+  readonly #scheduler: Scheduler;
   readonly #contextLength: number;
-  #waiting: Sequence[] = [];
-  #running: Sequence[] = [];
-  readonly #stats = { prefillTokens: 0, prefillSeconds: 0, decodeTokens: 0, decodeSeconds: 0 };
+  readonly #stats = {
+    prefillTokens: 0,
+    prefillSeconds: 0,
+    decodeTokens: 0,
+    decodeSeconds: 0,
+    steps: 0,
+    stepTokens: 0,
+  };
 
   private constructor(
     options: EngineOptions,
     file: GgufFile,
-    backend: Backend,
-    model: Qwen3Model,
+    runner: ModelRunner,
+    pool: BlockPool,
+    contextLength: number,
     tokenizer: Tokenizer,
     template: ChatTemplate | null,
   ) {
-    this.#options = options;
     this.#file = file;
-    this.#backend = backend;
-    this.#model = model;
+    this.#runner = runner;
+    this.#pool = pool;
+    this.#contextLength = contextLength;
     this.#tokenizer = tokenizer;
     this.#template = template;
-    const hp = model.hparams;
-    const cap = options.contextLength > 0 ? options.contextLength : hp.contextLength;
-    this.#contextLength = Math.min(cap, hp.contextLength);
-    const nBlocks = Math.ceil(this.#contextLength / KV_BLOCK_SIZE) *
-      Math.max(1, options.maxSequences);
-    this.#blocks = new KvBlocks(nBlocks, KV_BLOCK_SIZE);
-    this.#cache = backend.createKvCache({
-      nLayers: hp.nLayers,
-      nKvHeads: hp.nKvHeads,
-      headDim: hp.headDim,
-      blockSize: KV_BLOCK_SIZE,
-      nBlocks,
-      dtype: options.kvDtype,
+    this.#scheduler = new Scheduler(pool, {
+      maxSequences: Math.max(1, options.maxSequences),
+      maxBatchTokens: options.maxBatchTokens,
+      interactiveBatchTokens: Math.min(options.maxBatchTokens, INTERACTIVE_BATCH_TOKENS),
     });
     this.description = describeModel(
       file,
-      hp,
-      this.#contextLength,
-      this.#cache.bytes,
-      backend.kind,
+      runner.hparams,
+      contextLength,
+      runner.kvBytes,
+      runner.device,
       tokenizer,
     );
   }
@@ -83,7 +81,6 @@ export class Engine {
   /** Opens the model file and builds everything; a failure releases what was built. */
   static open(options: EngineOptions): Engine {
     const file = openGguf(options.modelPath);
-    let backend: Backend | null = null;
     try {
       const tokenizer = loadTokenizer(file);
       let template: ChatTemplate | null = null;
@@ -92,18 +89,27 @@ export class Engine {
       } catch {
         // A model without a usable template still serves completions; chat says why.
       }
-      backend = createBackend(options.device, { threads: options.threads });
-      const model = Qwen3Model.load(file, backend);
-      return new Engine(options, file, backend, model, tokenizer, template);
+      const hp = readQwen3Hparams(file);
+      const cap = options.contextLength > 0 ? options.contextLength : hp.contextLength;
+      const contextLength = Math.min(cap, hp.contextLength);
+      // The pool always holds at least one whole-context sequence, so a request that fits
+      // the context can always run, even alone after preempting everyone else.
+      const nBlocks = Math.max(Math.ceil(contextLength / KV_BLOCK_SIZE), options.kvBlocks ?? 0);
+      const pool = new BlockPool(nBlocks, KV_BLOCK_SIZE);
+      const runner = openRunner(
+        file,
+        { device: options.device, threads: options.threads },
+        { blockSize: KV_BLOCK_SIZE, nBlocks, dtype: options.kvDtype },
+      );
+      return new Engine(options, file, runner, pool, contextLength, tokenizer, template);
     } catch (err) {
-      backend?.close();
       file.close();
       throw err;
     }
   }
 
   get hasWork(): boolean {
-    return this.#running.length > 0 || this.#waiting.length > 0;
+    return this.#scheduler.hasWork;
   }
 
   /**
@@ -114,7 +120,7 @@ export class Engine {
     const { ids, parser } = this.#preparePrompt(request);
     if (ids.length === 0) throw new EngineError("invalid_request", "the prompt is empty");
     for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.#model.hparams.vocabSize) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.#runner.hparams.vocabSize) {
         throw new EngineError("invalid_request", `token id ${id} is outside the vocabulary`);
       }
     }
@@ -129,152 +135,114 @@ export class Engine {
     }
     const seq = new Sequence(
       request,
-      Int32Array.from(ids),
+      ids,
       asked ?? room,
       this.#tokenizer,
-      this.#model.hparams.vocabSize,
+      this.#runner.hparams.vocabSize,
       parser,
       sink,
     );
-    this.#waiting.push(seq);
+    this.#scheduler.enqueue(seq);
     sink({ type: "accepted", id: request.id, promptTokens: ids.length });
   }
 
   /** Stops a request (queued or running) and frees its cache blocks. */
   cancel(id: string): void {
-    const waiting = this.#waiting.find((s) => s.id === id);
-    if (waiting) {
-      this.#waiting = this.#waiting.filter((s) => s !== waiting);
-      waiting.finish("cancelled");
-      return;
-    }
-    const running = this.#running.find((s) => s.id === id);
-    if (running) {
-      running.finish("cancelled");
-      this.#retire();
-    }
+    const seq = [...this.#scheduler.waiting, ...this.#scheduler.running].find((s) => s.id === id);
+    if (!seq) return;
+    seq.finish("cancelled");
+    this.#scheduler.remove(seq);
   }
 
   /** Fails every request with an error (a step that could not run). */
   failAll(code: string, message: string): void {
-    for (const s of [...this.#waiting, ...this.#running]) s.fail(code, message);
-    this.#waiting = [];
-    this.#retire();
+    for (const s of this.#all()) s.fail(code, message);
+    this.#scheduler.retire();
   }
 
   /** Ends every request (unload, shutdown). */
   cancelAll(): void {
-    for (const s of [...this.#waiting, ...this.#running]) s.finish("cancelled");
-    this.#waiting = [];
-    this.#retire();
+    for (const s of this.#all()) s.finish("cancelled");
+    this.#scheduler.retire();
   }
 
   /** Runs one forward pass over the scheduled tokens and samples where due. */
   step(): void {
-    this.#admit();
-    if (this.#running.length === 0) return;
+    const runs = this.#scheduler.schedule();
+    if (runs.length === 0) return;
 
     const ids: number[] = [];
     const positions: number[] = [];
     const slices: SequenceSlice[] = [];
-    const sampled: Array<{ seq: Sequence; row: number }> = [];
-    const fed: Sequence[] = [];
-    let budget = this.#options.maxBatchTokens;
-    let prefillRows = 0;
-
-    for (const seq of this.#running) {
-      if (budget === 0) break;
+    const logitRows: number[] = [];
+    let prefill = 0;
+    for (const run of runs) {
       const rowStart = ids.length;
-      if (seq.prefilling) {
-        const n = Math.min(seq.prompt.length - seq.cached, budget);
-        for (let i = 0; i < n; i++) {
-          ids.push(seq.prompt[seq.cached + i]);
-          positions.push(seq.cached + i);
-        }
-        prefillRows += n;
-        if (seq.cached + n === seq.prompt.length) sampled.push({ seq, row: rowStart + n - 1 });
-      } else {
-        ids.push(seq.pending);
-        positions.push(seq.cached);
-        sampled.push({ seq, row: rowStart });
+      for (let i = 0; i < run.count; i++) {
+        ids.push(run.seq.tokens[run.start + i]);
+        positions.push(run.start + i);
       }
-      const rowCount = ids.length - rowStart;
-      budget -= rowCount;
-      fed.push(seq);
-      slices.push({ rowStart, rowCount, blockTable: seq.blockTable! });
+      if (run.seq.prefilling) prefill += run.count;
+      if (run.sample) logitRows.push(ids.length - 1);
+      slices.push({ rowStart, rowCount: run.count, blockTable: Int32Array.from(run.seq.blocks) });
     }
 
     const started = performance.now();
-    const logits = this.#model.forward(
-      Int32Array.from(ids),
-      { positions: Int32Array.from(positions), sequences: slices },
-      this.#cache,
-      Int32Array.from(sampled, (s) => s.row),
-    );
-    const rows = this.#backend.read(logits);
-    const seconds = (performance.now() - started) / 1000;
-    this.#account(prefillRows, ids.length - prefillRows, seconds);
+    const rows = this.#runner.forward({
+      ids: Int32Array.from(ids),
+      layout: { positions: Int32Array.from(positions), sequences: slices },
+      logitRows: Int32Array.from(logitRows),
+    });
+    this.#account(prefill, ids.length - prefill, (performance.now() - started) / 1000);
+    this.#scheduler.complete(runs);
 
-    slices.forEach((slice, i) => {
-      fed[i].cached += slice.rowCount;
-    });
-    const vocab = this.#model.hparams.vocabSize;
-    sampled.forEach(({ seq }, i) => {
-      const row = rows.subarray(i * vocab, (i + 1) * vocab);
+    const vocab = this.#runner.hparams.vocabSize;
+    let row = 0;
+    for (const { seq, sample } of runs) {
+      if (!sample) continue;
+      const logits = rows.subarray(row * vocab, (row + 1) * vocab);
+      row++;
       const top = seq.topLogits > 0
-        ? topIds(row, seq.topLogits).map((id): [number, number] => [id, row[id]])
+        ? topIds(logits, seq.topLogits).map((id): [number, number] => [id, logits[id]])
         : undefined;
-      seq.onToken(seq.sampler.sample(row), top);
-    });
-    this.#retire();
+      seq.onToken(seq.sampler.sample(logits), top);
+    }
+    this.#scheduler.retire();
   }
 
   stats(): EngineStats {
+    const { steps, stepTokens, ...timing } = this.#stats;
+    const prefix = this.#pool.prefixStats;
     return {
-      running: this.#running.length,
-      waiting: this.#waiting.length,
-      kvBlocksUsed: this.#blocks.usedBlocks,
-      kvBlocksFree: this.#blocks.freeBlocks,
-      ...this.#stats,
+      running: this.#scheduler.running.length,
+      waiting: this.#scheduler.waiting.length,
+      kvBlocksUsed: this.#pool.held,
+      kvBlocksFree: this.#pool.available,
+      kvBlocksCached: this.#pool.cached,
+      prefixLookups: prefix.lookups,
+      prefixHits: prefix.hits,
+      preemptions: this.#scheduler.preemptions,
+      steps,
+      meanBatchTokens: steps === 0 ? 0 : stepTokens / steps,
+      ...timing,
     };
   }
 
   close(): void {
     this.cancelAll();
-    this.#model.close();
-    this.#backend.close();
+    this.#runner.close();
     this.#file.close();
   }
 
-  /** Moves waiting sequences into the running set while there is room and cache. */
-  #admit(): void {
-    while (this.#waiting.length > 0 && this.#running.length < this.#options.maxSequences) {
-      const seq = this.#waiting[0];
-      const table = this.#blocks.allocate(seq.maxPositions);
-      if (table === null) break;
-      seq.blockTable = table;
-      this.#waiting.shift();
-      this.#running.push(seq);
-    }
-  }
-
-  /** Drops finished sequences and returns their blocks. */
-  #retire(): void {
-    const keep: Sequence[] = [];
-    for (const seq of this.#running) {
-      if (!seq.finished) {
-        keep.push(seq);
-        continue;
-      }
-      if (seq.blockTable) this.#blocks.release(seq.blockTable);
-      seq.blockTable = null;
-    }
-    this.#running = keep;
+  #all(): Sequence[] {
+    return [...this.#scheduler.waiting, ...this.#scheduler.running];
   }
 
   #account(prefill: number, decode: number, seconds: number): void {
     const total = prefill + decode;
     if (total === 0) return;
+    this.#stats.steps++;
+    this.#stats.stepTokens += total;
     this.#stats.prefillTokens += prefill;
     this.#stats.prefillSeconds += (seconds * prefill) / total;
     this.#stats.decodeTokens += decode;

@@ -93,8 +93,16 @@ export interface ModelDescription {
 export interface EngineStats {
   running: number;
   waiting: number;
+  /** KV cache blocks held by sequences, available (free or evictable), cached for reuse. */
   kvBlocksUsed: number;
   kvBlocksFree: number;
+  kvBlocksCached: number;
+  /** Prefix-cache lookups and hits, in blocks. */
+  prefixLookups: number;
+  prefixHits: number;
+  preemptions: number;
+  steps: number;
+  meanBatchTokens: number;
   prefillTokens: number;
   prefillSeconds: number;
   decodeTokens: number;
@@ -127,5 +135,7 @@ export interface EngineOptions {
   maxSequences: number;
   /** Tokens per step at most (prefill chunk size). */
   maxBatchTokens: number;
+  /** KV cache pool size in blocks of 16 tokens (at least one full context; 0 = that). */
+  kvBlocks?: number;
   kvDtype: "f16" | "f32";
 }

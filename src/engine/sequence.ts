@@ -16,20 +16,24 @@ export type EventSink = (event: EngineEvent) => void;
 
 export class Sequence {
   readonly id: string;
-  readonly prompt: Int32Array;
+  /** Prompt then generated tokens: everything this sequence's cache positions hold. */
+  readonly tokens: number[];
+  readonly promptLength: number;
   readonly maxNew: number;
   readonly sampler: Sampler;
   /** Raw top logits to report per step (0 = none). */
   readonly topLogits: number;
-  /** Tokens whose K/V are in the cache. */
+  /** Leading tokens whose K/V are in the cache. */
   cached = 0;
-  /** The last sampled token, fed at the next step. */
-  pending = -1;
+  /** Cache blocks, in position order. */
+  blocks: number[] = [];
+  /** Content keys of the leading full blocks already registered for prefix reuse. */
+  keys: string[] = [];
+  /** Prompt tokens served from the prefix cache at first admission. */
+  reusedTokens = -1;
   generated = 0;
   reasoningTokens = 0;
-  blockTable: Int32Array | null = null;
   finished = false;
-  cancelled = false;
 
   readonly #request: GenerateRequest;
   readonly #tokenizer: Tokenizer;
@@ -43,7 +47,7 @@ export class Sequence {
 
   constructor(
     request: GenerateRequest,
-    prompt: Int32Array,
+    prompt: ArrayLike<number>,
     maxNew: number,
     tokenizer: Tokenizer,
     vocabSize: number,
@@ -51,7 +55,8 @@ export class Sequence {
     sink: EventSink,
   ) {
     this.id = request.id;
-    this.prompt = prompt;
+    this.tokens = Array.from(prompt);
+    this.promptLength = prompt.length;
     this.maxNew = maxNew;
     this.topLogits = request.topLogits ?? 0;
     this.#request = request;
@@ -63,13 +68,14 @@ export class Sequence {
     this.#sink = sink;
   }
 
-  /** Positions this sequence needs in the cache at most. */
-  get maxPositions(): number {
-    return this.prompt.length + this.maxNew;
+  /** Tokens not yet in the cache: the rest of the prompt, or the last sampled token. */
+  get uncached(): number {
+    return this.tokens.length - this.cached;
   }
 
+  /** Still working through its prompt (or recomputing after preemption). */
   get prefilling(): boolean {
-    return this.cached < this.prompt.length;
+    return this.uncached > 1 || this.generated === 0;
   }
 
   /** Handles a sampled token; returns true when the sequence is finished. */
@@ -77,7 +83,7 @@ export class Sequence {
     const id = sampled.id;
     this.sampler.accept(id);
     this.generated++;
-    this.pending = id;
+    this.tokens.push(id);
     const bytesOf = (t: number): number[] => Array.from(this.#tokenizer.tokenBytes(t, true));
     const info: TokenInfo = {
       id,
@@ -123,9 +129,9 @@ export class Sequence {
       id: this.id,
       finishReason,
       usage: {
-        promptTokens: this.prompt.length,
+        promptTokens: this.promptLength,
         completionTokens: this.generated,
-        cachedTokens: 0,
+        cachedTokens: Math.max(0, this.reusedTokens),
         reasoningTokens: this.reasoningTokens,
       },
     });

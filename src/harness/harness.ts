@@ -64,6 +64,22 @@ export interface ModelStats {
   requests_total?: Record<string, number>;
   time_to_first_token_seconds?: HistogramSnapshot;
   inter_token_latency_seconds?: HistogramSnapshot;
+  /** The engine's scheduler and KV cache, for harnesses that batch themselves. */
+  scheduler?: SchedulerStats;
+}
+
+/** Continuous batching at a glance (native engine). */
+export interface SchedulerStats {
+  running: number;
+  waiting: number;
+  kv_blocks_used: number;
+  kv_blocks_free: number;
+  kv_blocks_cached: number;
+  /** Share of prefix-cache lookups (in blocks) that found a cached block, 0..1. */
+  prefix_hit_rate: number;
+  preemptions: number;
+  /** Mean tokens per engine step. */
+  mean_batch_tokens: number;
 }
 
 export interface HarnessHealth {

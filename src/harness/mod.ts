@@ -12,6 +12,7 @@ export type {
   ModelInfo,
   ModelStats,
   ModelStatus,
+  SchedulerStats,
 } from "./harness.ts";
 export { HarnessError, type HarnessErrorCode } from "./errors.ts";
 export { HarnessRegistry } from "./registry.ts";

@@ -230,7 +230,7 @@ export class Qwen3Model {
     const hp = this.hparams;
     const be = this.backend;
     const t = Math.max(tokens, cur?.tokens ?? 0);
-    const lr = Math.max(logitRows, cur?.logitRows ?? 0);
+    const lr = Math.max(1, logitRows, cur?.logitRows ?? 0);
     if (cur !== null) this.#freeWorkspace(cur);
     const qDim = hp.nHeads * hp.headDim;
     const kvDim = hp.nKvHeads * hp.headDim;

@@ -36,6 +36,7 @@ export function controlRoutes(routes: Routes, deps: ServerDeps): void {
           queue_depth: m.queue_depth,
           tok_s_prefill: m.tok_s_prefill,
           tok_s_decode: m.tok_s_decode,
+          ...(m.scheduler ? { scheduler: m.scheduler } : {}),
         }))
       ),
       harnesses: harnesses.map((h) => ({

@@ -1,6 +1,6 @@
 import { versionInfo } from "../common/version.ts";
 import type { ServerDeps } from "./context.ts";
-import type { HistogramSnapshot } from "../harness/mod.ts";
+import type { HistogramSnapshot, SchedulerStats } from "../harness/mod.ts";
 import { Exposition, METRICS_CONTENT_TYPE } from "./metrics.ts";
 
 /** One histogram family with a series per model. */
@@ -94,6 +94,34 @@ export function renderMetrics(
       out.sample("neuron_model_requests_total", { model: m.id, harness: m.harness, outcome }, n);
     }
   }
+  const batching = stats.flatMap((m) => (m.scheduler ? [{ ...m, s: m.scheduler }] : []));
+  const gauges: Array<[string, string, (s: SchedulerStats) => number]> = [
+    ["neuron_model_sequences_running", "Sequences in the running batch.", (s) => s.running],
+    ["neuron_model_sequences_waiting", "Sequences waiting for admission.", (s) => s.waiting],
+    ["neuron_model_kv_blocks_used", "KV cache blocks held by sequences.", (s) => s.kv_blocks_used],
+    ["neuron_model_kv_blocks_free", "KV cache blocks free or evictable.", (s) => s.kv_blocks_free],
+    [
+      "neuron_model_kv_blocks_cached",
+      "KV cache blocks holding a reusable prefix.",
+      (s) => s.kv_blocks_cached,
+    ],
+    [
+      "neuron_model_prefix_cache_hit_ratio",
+      "Prefix-cache lookups that hit, 0..1.",
+      (s) => s.prefix_hit_rate,
+    ],
+    [
+      "neuron_model_preemptions",
+      "Sequences preempted for lack of KV cache so far.",
+      (s) => s.preemptions,
+    ],
+    ["neuron_model_batch_tokens_mean", "Mean tokens per engine step.", (s) => s.mean_batch_tokens],
+  ];
+  for (const [name, help, value] of gauges) {
+    out.family(name, "gauge", help);
+    for (const m of batching) out.sample(name, { model: m.id, harness: m.harness }, value(m.s));
+  }
+
   histogramFamily(
     out,
     "neuron_model_time_to_first_token_seconds",

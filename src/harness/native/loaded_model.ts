@@ -78,6 +78,7 @@ export class LoadedModel {
       requests_total: { ...m.outcomes },
       time_to_first_token_seconds: h.ttft,
       inter_token_latency_seconds: h.itl,
+      scheduler: m.scheduler(),
     };
   }
 

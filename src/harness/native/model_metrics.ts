@@ -5,7 +5,7 @@
  */
 
 import type { EngineStats } from "../../engine/mod.ts";
-import type { HistogramSnapshot } from "../harness.ts";
+import type { HistogramSnapshot, SchedulerStats } from "../harness.ts";
 import { Histogram, ITL_BUCKETS, TTFT_BUCKETS } from "./histogram.ts";
 
 /** How a request ended: `rejected` never ran (queue full or too long a wait). */
@@ -26,16 +26,7 @@ export class ModelMetrics {
   completionTokens = 0;
   tokSPrefill = 0;
   tokSDecode = 0;
-  #last: EngineStats = {
-    running: 0,
-    waiting: 0,
-    kvBlocksUsed: 0,
-    kvBlocksFree: 0,
-    prefillTokens: 0,
-    prefillSeconds: 0,
-    decodeTokens: 0,
-    decodeSeconds: 0,
-  };
+  #last: EngineStats | null = null;
 
   outcome(o: Outcome): void {
     this.outcomes[o]++;
@@ -43,7 +34,8 @@ export class ModelMetrics {
 
   /** Folds a new reading of the engine's counters into the recent speeds. */
   engineStats(s: EngineStats): void {
-    const last = this.#last;
+    const last = this.#last ??
+      { ...s, prefillTokens: 0, prefillSeconds: 0, decodeTokens: 0, decodeSeconds: 0 };
     this.#last = s;
     const rate = (tokens: number, secs: number, prev: number): number => {
       if (tokens <= 0 || secs <= 0) return prev;
@@ -60,6 +52,22 @@ export class ModelMetrics {
       s.decodeSeconds - last.decodeSeconds,
       this.tokSDecode,
     );
+  }
+
+  /** The scheduler as last read from the engine (absent before the first reading). */
+  scheduler(): SchedulerStats | undefined {
+    const s = this.#last;
+    if (s === null) return undefined;
+    return {
+      running: s.running,
+      waiting: s.waiting,
+      kv_blocks_used: s.kvBlocksUsed,
+      kv_blocks_free: s.kvBlocksFree,
+      kv_blocks_cached: s.kvBlocksCached,
+      prefix_hit_rate: s.prefixLookups === 0 ? 0 : s.prefixHits / s.prefixLookups,
+      preemptions: s.preemptions,
+      mean_batch_tokens: s.meanBatchTokens,
+    };
   }
 
   histograms(): { ttft: HistogramSnapshot; itl: HistogramSnapshot } {

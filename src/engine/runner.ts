@@ -1,0 +1,99 @@
+/**
+ * What the engine needs from a model, whatever runs it: one step of tokens in, logits of
+ * the rows that are sampled out. `LocalRunner` runs the model on a backend in this thread;
+ * a tensor-parallel runner fans the same step out to ranks in other processes. The engine
+ * only decides *what* runs each step (scheduling, cache blocks, sampling).
+ */
+
+import type { Backend, KvCache, KvDType, StepLayout } from "../backend/backend.ts";
+import { createBackend, type DeviceChoice } from "../backend/mod.ts";
+import type { GgufFile } from "../gguf/mod.ts";
+import { type Qwen3Hparams, Qwen3Model } from "../models/qwen3.ts";
+
+export interface StepBatch {
+  ids: Int32Array;
+  layout: StepLayout;
+  /** Rows whose logits are returned, in this order. */
+  logitRows: Int32Array;
+}
+
+/** How the KV cache pool is laid out; its per-layer shape comes from the model. */
+export interface KvPoolSpec {
+  blockSize: number;
+  nBlocks: number;
+  dtype: KvDType;
+}
+
+export interface ModelRunner {
+  readonly hparams: Qwen3Hparams;
+  /** The backend kind ("cpu", "cuda", ...). */
+  readonly device: string;
+  /** Bytes of the KV cache pool. */
+  readonly kvBytes: number;
+  /** Runs one step; returns `logitRows.length` rows of `vocabSize` logits. */
+  forward(batch: StepBatch): Float32Array;
+  close(): void;
+}
+
+export interface LocalRunnerOptions {
+  device: DeviceChoice;
+  threads: number;
+}
+
+export class LocalRunner implements ModelRunner {
+  readonly hparams: Qwen3Hparams;
+
+  private constructor(
+    private readonly backend: Backend,
+    private readonly model: Qwen3Model,
+    private readonly cache: KvCache,
+  ) {
+    this.hparams = model.hparams;
+  }
+
+  /** Binds the model in `file` to a new backend with a KV pool of `kv`. */
+  static open(file: GgufFile, options: LocalRunnerOptions, kv: KvPoolSpec): LocalRunner {
+    const backend = createBackend(options.device, { threads: options.threads });
+    try {
+      const model = Qwen3Model.load(file, backend);
+      const hp = model.hparams;
+      const cache = backend.createKvCache({
+        nLayers: hp.nLayers,
+        nKvHeads: hp.nKvHeads,
+        headDim: hp.headDim,
+        ...kv,
+      });
+      return new LocalRunner(backend, model, cache);
+    } catch (err) {
+      backend.close();
+      throw err;
+    }
+  }
+
+  get device(): string {
+    return this.backend.kind;
+  }
+
+  get kvBytes(): number {
+    return this.cache.bytes;
+  }
+
+  forward(batch: StepBatch): Float32Array {
+    const logits = this.model.forward(batch.ids, batch.layout, this.cache, batch.logitRows);
+    return batch.logitRows.length === 0 ? new Float32Array(0) : this.backend.read(logits);
+  }
+
+  close(): void {
+    this.model.close();
+    this.backend.close();
+  }
+}
+
+/** The runner for `options`: the model on one device in this thread. */
+export function openRunner(
+  file: GgufFile,
+  options: LocalRunnerOptions,
+  kv: KvPoolSpec,
+): ModelRunner {
+  return LocalRunner.open(file, options, kv);
+}

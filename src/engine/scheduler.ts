@@ -1,0 +1,187 @@
+/**
+ * Decides what runs in each step (continuous batching, as vLLM made standard):
+ *
+ * 1. every decoding sequence feeds its last token (they are never starved);
+ * 2. waiting requests are admitted in arrival order while there are sequence slots and
+ *    cache blocks for their prompt, reusing any cached prefix;
+ * 3. prompts are fed in chunks, shortest remaining first, within a token budget: the full
+ *    budget when one prompt has the machine to itself, a small one when others are
+ *    decoding or waiting, so nobody's next token waits behind a long prefill.
+ *
+ * Cache blocks are taken as positions are reached. When the pool runs dry, the most
+ * recently admitted sequence is preempted: its blocks are released and it goes back to the
+ * head of the queue, to recompute its tokens when readmitted (much of which the prefix
+ * cache usually still holds).
+ */
+
+import { blockKey, type BlockPool } from "./kv/block_pool.ts";
+import type { Sequence } from "./sequence.ts";
+
+export interface SchedulerOptions {
+  /** Sequences decoded together at most. */
+  maxSequences: number;
+  /** Tokens per step when a single prompt runs alone. */
+  maxBatchTokens: number;
+  /** Tokens per step while other sequences decode or wait. */
+  interactiveBatchTokens: number;
+}
+
+/** One sequence's share of a step: tokens [start, start + count) of its `tokens`. */
+export interface ScheduledRun {
+  seq: Sequence;
+  start: number;
+  count: number;
+  /** The run reaches the sequence's last token: its logits pick the next token. */
+  sample: boolean;
+}
+
+/** A prefill that completes in a step also caps the rest of that step's prefill. */
+const LATENCY_FLOOR_TOKENS = 32;
+
+export class Scheduler {
+  waiting: Sequence[] = [];
+  running: Sequence[] = [];
+  preemptions = 0;
+
+  constructor(readonly pool: BlockPool, readonly options: SchedulerOptions) {}
+
+  get hasWork(): boolean {
+    return this.waiting.length > 0 || this.running.length > 0;
+  }
+
+  enqueue(seq: Sequence): void {
+    this.waiting.push(seq);
+  }
+
+  /** Takes a sequence out wherever it is and releases its blocks. */
+  remove(seq: Sequence): void {
+    this.waiting = this.waiting.filter((s) => s !== seq);
+    this.running = this.running.filter((s) => s !== seq);
+    this.#releaseBlocks(seq);
+  }
+
+  /** Plans the next step. */
+  schedule(): ScheduledRun[] {
+    const runs: ScheduledRun[] = [];
+    for (const seq of [...this.running]) {
+      if (seq.prefilling || !this.running.includes(seq)) continue;
+      if (this.#reserve(seq, seq.cached + 1, runs)) {
+        runs.push({ seq, start: seq.cached, count: 1, sample: true });
+      }
+    }
+    this.#admit();
+
+    const prefilling = this.running.filter((s) => s.prefilling)
+      .sort((a, b) => a.uncached - b.uncached);
+    const alone = runs.length === 0 && prefilling.length <= 1 && this.waiting.length === 0;
+    let budget = (alone ? this.options.maxBatchTokens : this.options.interactiveBatchTokens) -
+      runs.length;
+    let capped = false;
+    for (const seq of prefilling) {
+      if (budget <= 0) break;
+      if (!this.running.includes(seq)) continue;
+      const count = Math.min(seq.uncached, budget);
+      if (!this.#reserve(seq, seq.cached + count, runs)) continue;
+      const sample = count === seq.uncached;
+      runs.push({ seq, start: seq.cached, count, sample });
+      budget -= count;
+      if (sample && !capped) {
+        // A request about to see its first token should not wait on a long chunk.
+        budget = Math.min(budget, Math.max(count, LATENCY_FLOOR_TOKENS));
+        capped = true;
+      }
+    }
+    return runs;
+  }
+
+  /** Records that a step ran: positions are cached, full blocks become reusable. */
+  complete(runs: ScheduledRun[]): void {
+    const bs = this.pool.blockSize;
+    for (const { seq, count } of runs) {
+      seq.cached += count;
+      const full = Math.floor(seq.cached / bs);
+      for (let i = seq.keys.length; i < full; i++) {
+        const tokens = seq.tokens.slice(i * bs, (i + 1) * bs);
+        const key = blockKey(seq.keys[i - 1] ?? "", tokens);
+        this.pool.register(seq.blocks[i], key, tokens);
+        seq.keys.push(key);
+      }
+    }
+  }
+
+  /** Drops finished sequences and returns their blocks. */
+  retire(): void {
+    for (const seq of this.running) if (seq.finished) this.#releaseBlocks(seq);
+    this.running = this.running.filter((s) => !s.finished);
+    this.waiting = this.waiting.filter((s) => !s.finished);
+  }
+
+  /** Admits waiting sequences while slots and blocks allow, reusing cached prefixes. */
+  #admit(): void {
+    while (this.waiting.length > 0 && this.running.length < this.options.maxSequences) {
+      const seq = this.waiting[0];
+      this.#reusePrefix(seq);
+      const needed = this.pool.blocksFor(seq.tokens.length) - seq.blocks.length;
+      // Keep one block of headroom per running sequence for its next decode step.
+      if (needed + this.running.length > this.pool.available && this.running.length > 0) {
+        this.#releaseBlocks(seq);
+        return;
+      }
+      this.waiting.shift();
+      this.running.push(seq);
+    }
+  }
+
+  /** Takes holds on the cached blocks that match the start of the sequence's tokens. */
+  #reusePrefix(seq: Sequence): void {
+    const bs = this.pool.blockSize;
+    // At least the last token must run, to produce the logits of the next one.
+    const reusable = Math.floor((seq.tokens.length - 1) / bs);
+    while (seq.blocks.length < reusable) {
+      const i = seq.blocks.length;
+      const tokens = seq.tokens.slice(i * bs, (i + 1) * bs);
+      const key = blockKey(seq.keys[i - 1] ?? "", tokens);
+      const block = this.pool.lookup(key, tokens);
+      if (block === null) break;
+      this.pool.retain(block);
+      seq.blocks.push(block);
+      seq.keys.push(key);
+    }
+    seq.cached = seq.blocks.length * bs;
+    if (seq.reusedTokens < 0) seq.reusedTokens = seq.cached;
+  }
+
+  /**
+   * Makes sure `seq` holds blocks for `positions` positions, preempting the youngest
+   * running sequences when the pool is dry. False when `seq` itself had to give way.
+   */
+  #reserve(seq: Sequence, positions: number, runs: ScheduledRun[]): boolean {
+    while (seq.blocks.length < this.pool.blocksFor(positions)) {
+      const block = this.pool.allocate();
+      if (block !== null) {
+        seq.blocks.push(block);
+        continue;
+      }
+      const victim = this.running.at(-1)!;
+      this.#preempt(victim, runs);
+      if (victim === seq) return false;
+    }
+    return true;
+  }
+
+  #preempt(seq: Sequence, runs: ScheduledRun[]): void {
+    this.preemptions++;
+    this.#releaseBlocks(seq);
+    this.running = this.running.filter((s) => s !== seq);
+    this.waiting.unshift(seq);
+    const i = runs.findIndex((r) => r.seq === seq);
+    if (i !== -1) runs.splice(i, 1);
+  }
+
+  #releaseBlocks(seq: Sequence): void {
+    for (const b of seq.blocks) this.pool.release(b);
+    seq.blocks = [];
+    seq.keys = [];
+    seq.cached = 0;
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Continuous batching on the CPU backend: outputs do not depend on batch company, the
+ * prefix cache serves shared prompts, preemption under a small KV pool changes nothing
+ * but timing, and a soak of mixed and cancelled requests leaves no block behind.
+ */
+
+import { assert, assertEquals } from "../support/assert.ts";
+import { fixture, type GoldenPrompt, modelGolden } from "../fixtures.ts";
+import {
+  EngineHost,
+  type EngineOptions,
+  type GenerateRequest,
+  GREEDY,
+  type Usage,
+} from "../../src/engine/mod.ts";
+
+const golden = modelGolden("qwen3-tiny-q8_0");
+const byName = (name: string): GoldenPrompt => golden.prompts.find((p) => p.name === name)!;
+
+function start(over: Partial<EngineOptions> = {}): Promise<EngineHost> {
+  return EngineHost.start({
+    modelPath: fixture("qwen3-tiny-q8_0.gguf"),
+    device: "cpu",
+    threads: 1,
+    contextLength: 2048,
+    maxSequences: 16,
+    maxBatchTokens: 256,
+    kvDtype: "f16",
+    ...over,
+  });
+}
+
+interface Outcome {
+  ids: number[];
+  finish: string;
+  usage: Usage | null;
+}
+
+async function run(
+  host: EngineHost,
+  req: GenerateRequest,
+  cancelAfter = Infinity,
+): Promise<Outcome> {
+  const stream = await host.generate(req);
+  const ids: number[] = [];
+  let finish = "";
+  let usage: Usage | null = null;
+  for await (const ev of stream) {
+    if (ev.type === "delta") {
+      ids.push(...ev.tokens.map((t) => t.id));
+      if (ids.length >= cancelAfter) stream.cancel();
+    } else if (ev.type === "done") {
+      finish = ev.finishReason;
+      usage = ev.usage;
+    } else if (ev.type === "error") {
+      finish = `error:${ev.code}`;
+    }
+  }
+  return { ids, finish, usage };
+}
+
+function greedy(id: string, ids: number[], maxTokens: number): GenerateRequest {
+  return { id, prompt: { kind: "tokens", ids }, maxTokens, sampling: GREEDY, ignoreEos: true };
+}
+
+Deno.test("batching: every golden alone equals the same golden inside 16 mixed requests", async () => {
+  const host = await start();
+  try {
+    const goldens = golden.prompts;
+    const mixed: GenerateRequest[] = goldens.map((p, i) => greedy(`g${i}`, p.tokens, 32));
+    // Company with other lengths, sampling settings and stops.
+    mixed.push({
+      ...greedy("s1", byName("text_fox").tokens, 20),
+      sampling: { ...GREEDY, temperature: 5, seed: 3 },
+    });
+    mixed.push({ ...greedy("s2", byName("chat_hello").tokens, 9), stop: ["Con"] });
+    const together = await Promise.all(mixed.map((r) => run(host, r)));
+    goldens.forEach((p, i) => {
+      assertEquals(
+        together[i].ids,
+        p.greedy.map((g) => g.id),
+        `${p.name} in a batch of ${mixed.length}`,
+      );
+    });
+    const seededAlone = await run(host, mixed[goldens.length]);
+    assertEquals(together[goldens.length].ids, seededAlone.ids, "seeded sampling ignores company");
+    assertEquals((await host.stats()).kvBlocksUsed, 0);
+  } finally {
+    await host.close();
+  }
+});
+
+Deno.test("prefix cache: a shared long prompt is reused and reported as cached", async () => {
+  const host = await start();
+  try {
+    const system = byName("raw_random600").tokens;
+    const first = await run(host, greedy("p1", [...system, 9707], 4));
+    const second = await run(host, greedy("p2", [...system, 785, 3974], 4));
+    assertEquals(first.usage!.cachedTokens, 0);
+    const cached = second.usage!.cachedTokens;
+    assert(cached >= 0.9 * system.length, `cached ${cached} of ${system.length + 2}`);
+    assertEquals(cached % 16, 0, "whole blocks");
+    const stats = await host.stats();
+    assert(stats.prefixHits >= cached / 16, "hits counted");
+    // Reuse must not change results: the same prompt again gives the same tokens.
+    const again = await run(host, greedy("p3", [...system, 9707], 4));
+    assertEquals(again.ids, first.ids);
+    assert(again.usage!.cachedTokens >= 0.9 * system.length);
+  } finally {
+    await host.close();
+  }
+});
+
+Deno.test("preemption: a KV pool too small for everyone delays but does not change outputs", async () => {
+  // 256 positions of cache for 8 requests of ~100 positions each.
+  const host = await start({ contextLength: 256, maxSequences: 8 });
+  try {
+    const prompts = golden.prompts.filter((p) => p.tokens.length < 60).slice(0, 8);
+    const reqs = prompts.map((p, i) => greedy(`q${i}`, p.tokens, 40));
+    const alone: Outcome[] = [];
+    for (const r of reqs) alone.push(await run(host, { ...r, id: `a-${r.id}` }));
+    const together = await Promise.all(reqs.map((r) => run(host, r)));
+    together.forEach((t, i) => assertEquals(t.ids, alone[i].ids, prompts[i].name));
+    const stats = await host.stats();
+    assert(stats.preemptions > 0, "the pool was too small: someone was preempted");
+    assertEquals(stats.kvBlocksUsed, 0);
+  } finally {
+    await host.close();
+  }
+});
+
+Deno.test("soak: 500 mixed requests with random cancellations leave no block behind", async () => {
+  const host = await start({ contextLength: 512, maxSequences: 12, maxBatchTokens: 128 });
+  try {
+    let seed = 12345;
+    const rand = (n: number): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const prompts = golden.prompts.filter((p) => p.tokens.length < 200).map((p) => p.tokens);
+    const outcomes: Outcome[] = [];
+    for (let wave = 0; wave < 10; wave++) {
+      const batch = Array.from({ length: 50 }, (_, i) => {
+        const n = wave * 50 + i;
+        const req: GenerateRequest = {
+          ...greedy(`soak${n}`, prompts[rand(prompts.length)], 1 + rand(24)),
+          sampling: rand(2) ? GREEDY : { ...GREEDY, temperature: 1, topP: 0.9, seed: n },
+          stop: rand(4) === 0 ? ["e"] : undefined,
+        };
+        return run(host, req, rand(3) === 0 ? 1 + rand(5) : Infinity);
+      });
+      outcomes.push(...await Promise.all(batch));
+    }
+    assertEquals(outcomes.length, 500);
+    for (const o of outcomes) {
+      assert(["stop", "length", "cancelled"].includes(o.finish), `unexpected end ${o.finish}`);
+    }
+    const stats = await host.stats();
+    assertEquals(stats.kvBlocksUsed, 0, "no leaked KV blocks");
+    assertEquals(stats.running + stats.waiting, 0);
+  } finally {
+    await host.close();
+  }
+});
