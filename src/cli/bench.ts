@@ -11,11 +11,13 @@ import {
   SYNTHETIC_SHAPES,
   syntheticModel,
 } from "../bench/synthetic.ts";
+import { printServing, runServing } from "../bench/serving_report.ts";
 import { type Command, EXIT_OK } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
-                    [-p 128,512] [-n 128] [-r REPS] [-t THREADS] [--device D] [--json]
+                    [-p 128,512] [-n 128] [-r REPS] [-t THREADS] [--device D]
+                    [--concurrency 1,4,16,32] [--json]
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
 tokens one at a time) in tokens/s, like llama-bench, plus the memory read bandwidth
@@ -31,6 +33,10 @@ tg tok/s x bytes read per token / bandwidth.
   -r, --reps N         repetitions of each test (default 3)
   -t, --threads N      CPU threads (default: all cores)
       --device D       auto | cpu | cuda (default auto)
+  -c, --concurrency L  also serve L concurrent streams each (32-token prompts, -n tokens)
+                       through the engine: aggregate decode tok/s and time to first
+                       token; then TTFT of a short request behind a 4k-token prompt and
+                       the prefix cache on a 2k-token shared prompt
       --json           print {"pp", "tg", "bandwidth_gbs", "bytes_per_token", "decode_efficiency", ...}
   -h, --help           this text`;
 
@@ -76,7 +82,7 @@ function rate(m: Measurement): string {
 
 export const benchCommand: Command = {
   summary: "measure prompt and generation speed (llama-bench style)",
-  run(args: string[]): Promise<number> {
+  async run(args: string[]): Promise<number> {
     let parsed;
     try {
       parsed = parseArgs({
@@ -92,6 +98,7 @@ export const benchCommand: Command = {
           reps: { type: "string", short: "r" },
           threads: { type: "string", short: "t" },
           device: { type: "string" },
+          concurrency: { type: "string", short: "c" },
           json: { type: "boolean" },
           help: { type: "boolean", short: "h" },
         },
@@ -102,12 +109,15 @@ export const benchCommand: Command = {
     const { values } = parsed;
     if (values.help) {
       console.log(HELP);
-      return Promise.resolve(EXIT_OK);
+      return EXIT_OK;
     }
     const prompts = list("-p", values.prompt, [512]);
     const gens = list("-n", values.gen, [128]);
     const reps = Math.max(1, positive("-r", values.reps, 3));
     const threads = positive("-t", values.threads, 0);
+    const concurrency = values.concurrency === undefined
+      ? []
+      : list("--concurrency", values.concurrency, []);
     const device = (values.device ?? "auto") as DeviceChoice;
     if (!["auto", "cpu", "cuda"].includes(device)) {
       throw new UsageError(`bench: unknown device "${device}"`);
@@ -166,6 +176,11 @@ export const benchCommand: Command = {
       backend.close();
       file.close();
     }
-    return Promise.resolve(EXIT_OK);
+    if (concurrency.length > 0) {
+      const serving = await runServing(path, device, threads, concurrency, gens[0]);
+      if (values.json) console.log(JSON.stringify(serving));
+      else printServing(serving);
+    }
+    return EXIT_OK;
   },
 };

@@ -19,7 +19,7 @@ export const sourceSchema = z.strictObject({
 });
 
 export const admissionSchema = z.strictObject({
-  max_in_flight: z.int().min(1).default(1),
+  max_in_flight: z.int().min(1).max(1024).default(8),
   max_queue_depth: z.int().min(0).default(64),
   max_wait_secs: z.number().positive().default(300),
 });
@@ -31,6 +31,7 @@ export const nativeSchema = z.strictObject({
   // `reference` is the pure-TypeScript backend: slow, for checking the others.
   device: z.enum(["auto", "cpu", "cuda", "reference"]).default("auto"),
   context_length: z.int().min(1).optional(),
+  kv_budget_mb: z.int().min(1).optional(),
   sources: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/), sourceSchema).default({}),
   admission: admissionSchema.prefault({}),
 });

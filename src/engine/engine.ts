@@ -94,7 +94,10 @@ export class Engine {
       const contextLength = Math.min(cap, hp.contextLength);
       // The pool always holds at least one whole-context sequence, so a request that fits
       // the context can always run, even alone after preempting everyone else.
-      const nBlocks = Math.max(Math.ceil(contextLength / KV_BLOCK_SIZE), options.kvBlocks ?? 0);
+      const blockBytes = 2 * hp.nLayers * KV_BLOCK_SIZE * hp.nKvHeads * hp.headDim *
+        (options.kvDtype === "f16" ? 2 : 4);
+      const budgetBlocks = Math.floor((options.kvBudgetBytes ?? 0) / blockBytes);
+      const nBlocks = Math.max(Math.ceil(contextLength / KV_BLOCK_SIZE), budgetBlocks);
       const pool = new BlockPool(nBlocks, KV_BLOCK_SIZE);
       const runner = openRunner(
         file,

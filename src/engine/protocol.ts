@@ -135,7 +135,7 @@ export interface EngineOptions {
   maxSequences: number;
   /** Tokens per step at most (prefill chunk size). */
   maxBatchTokens: number;
-  /** KV cache pool size in blocks of 16 tokens (at least one full context; 0 = that). */
-  kvBlocks?: number;
+  /** KV cache pool size in bytes (never less than one full context; absent = that). */
+  kvBudgetBytes?: number;
   kvDtype: "f16" | "f32";
 }

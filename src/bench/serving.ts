@@ -1,0 +1,132 @@
+/**
+ * Serving benchmarks through the engine Worker, as a node runs it: aggregate decode speed
+ * with N concurrent streams, time to first token of a short request that arrives while a
+ * long prompt is being prefilled (chunked prefill at work), and the prefix cache on a
+ * shared long system prompt.
+ */
+
+import { EngineHost, type GenerateRequest, GREEDY } from "../engine/mod.ts";
+import { mean } from "./runner.ts";
+
+export interface ConcurrencyResult {
+  streams: number;
+  /** Aggregate decode tokens/s over all streams (engine time spent decoding). */
+  tg: number;
+  /** Mean time to first token, ms. */
+  ttft_ms: number;
+}
+
+export interface LatencyResult {
+  unloaded_ms: number;
+  behind_ms: number;
+  long_prompt_tokens: number;
+}
+
+export interface PrefixResult {
+  prompt_tokens: number;
+  cached_tokens: number;
+  first_ttft_ms: number;
+  second_ttft_ms: number;
+}
+
+function randomTokens(n: number, vocab: number, seed: number): number[] {
+  let s = seed >>> 0;
+  // Stay clear of the special tokens at the end of the vocabulary.
+  const range = Math.min(vocab, 151000);
+  return Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s % range;
+  });
+}
+
+interface Timed {
+  ttftMs: number;
+  tokens: number;
+  cached: number;
+}
+
+async function timed(host: EngineHost, request: GenerateRequest): Promise<Timed> {
+  const t0 = performance.now();
+  const stream = await host.generate(request);
+  let ttftMs = NaN;
+  let tokens = 0;
+  let cached = 0;
+  for await (const ev of stream) {
+    if (ev.type === "delta" && ev.tokens.length > 0) {
+      if (Number.isNaN(ttftMs)) ttftMs = performance.now() - t0;
+      tokens += ev.tokens.length;
+    } else if (ev.type === "done") {
+      cached = ev.usage.cachedTokens;
+    } else if (ev.type === "error") {
+      throw new Error(`${ev.code}: ${ev.message}`);
+    }
+  }
+  return { ttftMs, tokens, cached };
+}
+
+function request(id: string, ids: number[], maxTokens: number): GenerateRequest {
+  return { id, prompt: { kind: "tokens", ids }, maxTokens, sampling: GREEDY, ignoreEos: true };
+}
+
+export class ServingBench {
+  #n = 0;
+
+  constructor(readonly host: EngineHost, readonly vocab: number) {}
+
+  #id(): string {
+    return `bench-${++this.#n}`;
+  }
+
+  /** N streams of `gen` tokens each after a `prompt`-token prompt, all at once. */
+  async concurrency(streams: number, prompt: number, gen: number): Promise<ConcurrencyResult> {
+    const before = await this.host.stats();
+    const runs = await Promise.all(
+      Array.from(
+        { length: streams },
+        (_, i) =>
+          timed(
+            this.host,
+            request(this.#id(), randomTokens(prompt, this.vocab, this.#n * 7919 + i), gen),
+          ),
+      ),
+    );
+    const after = await this.host.stats();
+    const tokens = after.decodeTokens - before.decodeTokens;
+    const seconds = after.decodeSeconds - before.decodeSeconds;
+    return {
+      streams,
+      tg: seconds > 0 ? tokens / seconds : 0,
+      ttft_ms: mean(runs.map((r) => r.ttftMs)),
+    };
+  }
+
+  /** TTFT of a short request alone, then arriving while a long prompt is prefilled. */
+  async latencyBehindLongPrompt(longTokens: number, shortTokens: number): Promise<LatencyResult> {
+    const short = (): GenerateRequest =>
+      request(this.#id(), randomTokens(shortTokens, this.vocab, this.#n * 31), 4);
+    await timed(this.host, short());
+    const unloaded = mean([
+      (await timed(this.host, short())).ttftMs,
+      (await timed(this.host, short())).ttftMs,
+    ]);
+    const long = timed(this.host, request(this.#id(), randomTokens(longTokens, this.vocab, 99), 4));
+    // Arrive once the long prompt's prefill is under way.
+    await new Promise((r) => setTimeout(r, 300));
+    const behind = await timed(this.host, short());
+    await long;
+    return { unloaded_ms: unloaded, behind_ms: behind.ttftMs, long_prompt_tokens: longTokens };
+  }
+
+  /** Two requests sharing a long system prompt: the second reuses its cached blocks. */
+  async prefixCache(systemTokens: number): Promise<PrefixResult> {
+    const system = randomTokens(systemTokens, this.vocab, 4242 + this.#n);
+    const first = await timed(this.host, request(this.#id(), [...system, 11, 12, 13], 4));
+    const second = await timed(this.host, request(this.#id(), [...system, 21, 22, 23, 24], 4));
+    return {
+      prompt_tokens: systemTokens + 4,
+      cached_tokens: second.cached,
+      first_ttft_ms: first.ttftMs,
+      second_ttft_ms: second.ttftMs,
+    };
+  }
+}

@@ -1,0 +1,77 @@
+/** Runs the serving benchmarks on a fresh engine Worker and formats what they measured. */
+
+import type { DeviceChoice } from "../backend/mod.ts";
+import { EngineHost } from "../engine/mod.ts";
+import {
+  type ConcurrencyResult,
+  type LatencyResult,
+  type PrefixResult,
+  ServingBench,
+} from "./serving.ts";
+
+export interface ServingReport {
+  concurrency: ConcurrencyResult[];
+  ttft_behind_long: LatencyResult;
+  prefix: PrefixResult;
+}
+
+const SHORT_PROMPT = 32;
+const LONG_PROMPT = 4096;
+const SHARED_PROMPT = 2048;
+
+export async function runServing(
+  modelPath: string,
+  device: DeviceChoice,
+  threads: number,
+  streams: number[],
+  gen: number,
+): Promise<ServingReport> {
+  const host = await EngineHost.start({
+    modelPath,
+    device,
+    threads,
+    contextLength: 0,
+    maxSequences: Math.max(...streams),
+    maxBatchTokens: 512,
+    kvDtype: "f16",
+  });
+  try {
+    const bench = new ServingBench(host, host.description.vocabSize);
+    const concurrency: ConcurrencyResult[] = [];
+    for (const n of streams) concurrency.push(await bench.concurrency(n, SHORT_PROMPT, gen));
+    const ttft_behind_long = await bench.latencyBehindLongPrompt(LONG_PROMPT, SHORT_PROMPT);
+    const prefix = await bench.prefixCache(SHARED_PROMPT);
+    return { concurrency, ttft_behind_long, prefix };
+  } finally {
+    await host.close();
+  }
+}
+
+export function printServing(r: ServingReport): void {
+  console.log("\n| streams | aggregate tg t/s | x single | mean TTFT ms |");
+  console.log("| ---: | ---: | ---: | ---: |");
+  const single = r.concurrency[0]?.tg ?? NaN;
+  for (const c of r.concurrency) {
+    console.log(
+      `| ${c.streams} | ${c.tg.toFixed(2)} | ${(c.tg / single).toFixed(2)} | ${
+        c.ttft_ms.toFixed(0)
+      } |`,
+    );
+  }
+  const l = r.ttft_behind_long;
+  console.log(
+    `\nTTFT of a ${SHORT_PROMPT}-token request: ${l.unloaded_ms.toFixed(0)} ms unloaded, ` +
+      `${l.behind_ms.toFixed(0)} ms behind a ${l.long_prompt_tokens}-token prompt ` +
+      `(${(l.behind_ms / l.unloaded_ms).toFixed(2)}x)`,
+  );
+  const p = r.prefix;
+  console.log(
+    `prefix cache: ${p.cached_tokens} of ${p.prompt_tokens} prompt tokens cached ` +
+      `(${((100 * p.cached_tokens) / p.prompt_tokens).toFixed(1)}%); TTFT ${
+        p.first_ttft_ms.toFixed(0)
+      } ms ` +
+      `-> ${p.second_ttft_ms.toFixed(0)} ms (${
+        (p.first_ttft_ms / p.second_ttft_ms).toFixed(1)
+      }x lower)`,
+  );
+}
