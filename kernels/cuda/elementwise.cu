@@ -1,0 +1,150 @@
+/*
+ * The small per-element and per-row operations of a transformer step: RMSNorm, NeoX RoPE,
+ * SiLU-gate, add, row gather, embedding lookup, argmax, f16 conversions. All activations
+ * are f32, row-major.
+ */
+#include "quant.cuh"
+
+/* One warp per group of `dim` values; grid ceil(groups / 4), 128 threads. `out` may be `x`. */
+extern "C" __global__ void rms_norm_warp(float *out, const float *x, const float *w, int groups,
+                                         int dim, float eps) {
+  const int g = blockIdx.x * 4 + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (g >= groups) return;
+  const float *xs = x + (size_t)g * dim;
+  float s = 0.0f;
+  for (int i = lane; i < dim; i += 32) s += xs[i] * xs[i];
+  s = warp_sum(s);
+  const float inv = rsqrtf(s / (float)dim + eps);
+  float *os = out + (size_t)g * dim;
+  for (int i = lane; i < dim; i += 32) os[i] = xs[i] * inv * w[i];
+}
+EXPORT_KERNEL(rms_norm_warp)
+
+/* One block per group (wide rows); grid groups, 256 threads. `out` may be `x`. */
+extern "C" __global__ void rms_norm_block(float *out, const float *x, const float *w,
+                                          int groups, int dim, float eps) {
+  __shared__ float scratch[32];
+  const int g = blockIdx.x;
+  if (g >= groups) return;
+  const float *xs = x + (size_t)g * dim;
+  float s = 0.0f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) s += xs[i] * xs[i];
+  s = block_sum(s, scratch);
+  const float inv = rsqrtf(s / (float)dim + eps);
+  float *os = out + (size_t)g * dim;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) os[i] = xs[i] * inv * w[i];
+}
+EXPORT_KERNEL(rms_norm_block)
+
+/*
+ * NeoX rotary embedding in place: in each head, pair (i, i + dim/2) turns by
+ * pos * base^(-2i/dim). grid (ceil(heads * dim/2 / 128), rows), 128 threads.
+ */
+extern "C" __global__ void rope_neox(float *x, const int *positions, int rows, int heads,
+                                     int dim, float base) {
+  const int t = blockIdx.y;
+  const int half = dim / 2;
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= rows || k >= heads * half) return;
+  const int h = k / half, i = k % half;
+  const float inv_freq = powf(base, -2.0f * (float)i / (float)dim);
+  float s, c;
+  sincosf((float)positions[t] * inv_freq, &s, &c);
+  float *p = x + ((size_t)t * heads + h) * dim;
+  const float a = p[i], b = p[i + half];
+  p[i] = a * c - b * s;
+  p[i + half] = a * s + b * c;
+}
+EXPORT_KERNEL(rope_neox)
+
+/* out = silu(gate) * up over n values; `out` may be `gate`. */
+extern "C" __global__ void silu_mul(float *out, const float *gate, const float *up, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+EXPORT_KERNEL(silu_mul)
+
+/* out = a + b over n values; `out` may be `a`. */
+extern "C" __global__ void add_f32(float *out, const float *a, const float *b, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    out[i] = a[i] + b[i];
+  }
+}
+EXPORT_KERNEL(add_f32)
+
+/* out[i] = a[idx[i]] for rows of `cols`; grid (ceil(cols / 256), n), 256 threads. */
+extern "C" __global__ void gather_rows(float *out, const float *a, const int *idx, int n,
+                                       int cols) {
+  const int i = blockIdx.y;
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n || c >= cols) return;
+  out[(size_t)i * cols + c] = a[(size_t)idx[i] * cols + c];
+}
+EXPORT_KERNEL(gather_rows)
+
+/* out[i] = dequantized row ids[i] of `table`; grid (ceil(cols / 256), n), 256 threads. */
+extern "C" __global__ void get_rows(float *out, const uint8_t *table, int type, const int *ids,
+                                    int n, int cols, int row_bytes) {
+  const int i = blockIdx.y;
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n || c >= cols) return;
+  const uint8_t *row = table + (size_t)ids[i] * row_bytes;
+  out[(size_t)i * cols + c] = dequant_value(type, row, c);
+}
+EXPORT_KERNEL(get_rows)
+
+/* Rows of a weight as f16 for cuBLAS; grid rows, 256 threads. */
+extern "C" __global__ void dequant_f16(uint16_t *out, const uint8_t *w, int type, int rows,
+                                       int cols, int row_bytes) {
+  const int r = blockIdx.x;
+  if (r >= rows) return;
+  const uint8_t *row = w + (size_t)r * row_bytes;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    out[(size_t)r * cols + c] = f32_to_f16(dequant_value(type, row, c));
+  }
+}
+EXPORT_KERNEL(dequant_f16)
+
+extern "C" __global__ void f32_to_f16_kernel(uint16_t *out, const float *x, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    out[i] = f32_to_f16(x[i]);
+  }
+}
+EXPORT_KERNEL(f32_to_f16_kernel)
+
+/*
+ * Index of the largest value of each row (the first on ties; NaN never wins).
+ * grid rows, 256 threads.
+ */
+extern "C" __global__ void argmax_rows(int *out, const float *a, int rows, int cols) {
+  __shared__ float best_v[8];
+  __shared__ int best_i[8];
+  const int r = blockIdx.x;
+  if (r >= rows) return;
+  const float *row = a + (size_t)r * cols;
+  float bv = NEG_INF;
+  int bi = cols;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = row[c];
+    if (v > bv || (v == bv && c < bi)) bv = v, bi = c;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) bv = ov, bi = oi;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) best_v[warp] = bv, best_i[warp] = bi;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
+      if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) bv = best_v[w], bi = best_i[w];
+    }
+    out[r] = bi < cols ? bi : 0;
+  }
+}
+EXPORT_KERNEL(argmax_rows)

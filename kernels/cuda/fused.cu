@@ -1,0 +1,111 @@
+/*
+ * Fused forms of op sequences the model issues back to back, so a decode step launches
+ * fewer kernels. Each computes exactly what its unfused sequence computes (same thread to
+ * element mapping, same reduction order, same formulas), so fused and unfused steps give
+ * bitwise equal results:
+ *   rms_norm_q8       rms_norm_block, then quantize_q8_1 of its output
+ *   add_rms_norm      add_f32, then rms_norm_block of the sum
+ *   add_rms_norm_q8   the same, then quantize_q8_1
+ *   rms_norm_rope     rms_norm_warp per head in place, then rope_neox
+ */
+#include "common.cuh"
+
+#define NORM_THREADS 256
+
+/*
+ * One block of 256 threads per row of `dim`: optionally sum = a + b first (written to
+ * `sum`, which may be `a`), then out = norm(sum) * w, then optionally the q8_1 form of out
+ * (kp columns, zero past dim). A warp's 32 lanes cover 32 consecutive columns in each
+ * stride of 256, which is one q8_1 block.
+ */
+template <bool ADD, bool Q8>
+__device__ __forceinline__ void norm_row(float *sum, float *out, int8_t *xq, float2 *xd,
+                                         const float *a, const float *b, const float *w,
+                                         int rows, int dim, int kp, float eps) {
+  __shared__ float scratch[32];
+  const int r = blockIdx.x;
+  if (r >= rows) return;
+  const float *xs = a + (size_t)r * dim;
+  float *hs = ADD ? sum + (size_t)r * dim : nullptr;
+  const float *bs = ADD ? b + (size_t)r * dim : nullptr;
+  float s = 0.0f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    float v = xs[i];
+    if (ADD) {
+      v = v + bs[i];
+      hs[i] = v;
+    }
+    s += v * v;
+  }
+  s = block_sum(s, scratch);
+  const float inv = rsqrtf(s / (float)dim + eps);
+  const float *src = ADD ? hs : xs;
+  float *os = out + (size_t)r * dim;
+  if (!Q8) {
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) os[i] = src[i] * inv * w[i];
+    return;
+  }
+  const int lane = threadIdx.x & 31;
+  for (int i = threadIdx.x; i < kp; i += blockDim.x) {
+    float v = 0.0f;
+    if (i < dim) {
+      v = src[i] * inv * w[i];
+      os[i] = v;
+    }
+    const float amax = warp_max(fabsf(v));
+    const float d = amax / 127.0f;
+    const int q = amax == 0.0f ? 0 : (int)roundf(v / d);
+    const int qsum = warp_sum_int(q);
+    xq[(size_t)r * kp + i] = (int8_t)q;
+    if (lane == 0) xd[(size_t)r * (kp / 32) + i / 32] = make_float2(d, d * (float)qsum);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(NORM_THREADS)
+    rms_norm_q8(float *out, int8_t *xq, float2 *xd, const float *x, const float *w, int rows,
+                int dim, int kp, float eps) {
+  norm_row<false, true>(nullptr, out, xq, xd, x, nullptr, w, rows, dim, kp, eps);
+}
+EXPORT_KERNEL(rms_norm_q8)
+
+extern "C" __global__ void __launch_bounds__(NORM_THREADS)
+    add_rms_norm(float *sum, float *out, const float *a, const float *b, const float *w,
+                 int rows, int dim, float eps) {
+  norm_row<true, false>(sum, out, nullptr, nullptr, a, b, w, rows, dim, 0, eps);
+}
+EXPORT_KERNEL(add_rms_norm)
+
+extern "C" __global__ void __launch_bounds__(NORM_THREADS)
+    add_rms_norm_q8(float *sum, float *out, int8_t *xq, float2 *xd, const float *a,
+                    const float *b, const float *w, int rows, int dim, int kp, float eps) {
+  norm_row<true, true>(sum, out, xq, xd, a, b, w, rows, dim, kp, eps);
+}
+EXPORT_KERNEL(add_rms_norm_q8)
+
+/*
+ * Per-head RMSNorm in place followed by NeoX RoPE at the row's position: one warp per
+ * (row, head), grid ceil(rows * heads / 4), 128 threads.
+ */
+extern "C" __global__ void rms_norm_rope(float *x, const float *w, const int *positions,
+                                         int rows, int heads, int dim, float eps, float base) {
+  const int g = blockIdx.x * 4 + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (g >= rows * heads) return;
+  float *xs = x + (size_t)g * dim;
+  float s = 0.0f;
+  for (int i = lane; i < dim; i += 32) s += xs[i] * xs[i];
+  s = warp_sum(s);
+  const float inv = rsqrtf(s / (float)dim + eps);
+  const int half = dim / 2;
+  const float pos = (float)positions[g / heads];
+  for (int i = lane; i < half; i += 32) {
+    const float a = xs[i] * inv * w[i];
+    const float b = xs[i + half] * inv * w[i + half];
+    const float inv_freq = powf(base, -2.0f * (float)i / (float)dim);
+    float sn, cs;
+    sincosf(pos * inv_freq, &sn, &cs);
+    xs[i] = a * cs - b * sn;
+    xs[i + half] = a * sn + b * cs;
+  }
+}
+EXPORT_KERNEL(rms_norm_rope)

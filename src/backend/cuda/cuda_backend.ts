@@ -1,0 +1,371 @@
+/**
+ * The CUDA backend. Ops are recorded on a tape as the model calls them and sent to the
+ * GPU at the next point where the host needs a result (read, argmaxRows, free, close):
+ * everything in between runs asynchronously on one stream, and a step seen twice becomes a
+ * CUDA graph (runner.ts). Weights are copied to the device once at load; 1-row tensors
+ * (norm weights) are expanded to f32 there.
+ *
+ * Beyond the Backend interface it offers what the engine can use on a GPU: `argmaxRows`
+ * (greedy sampling on the device: one int per row comes back instead of the logits),
+ * `memoryUsage` (bytes per kind: what /models reports as vram_used_mb) and `ensureFits`
+ * (refuses a model before allocating when the GPU is too full).
+ */
+
+import type {
+  Activation,
+  AttentionShape,
+  Backend,
+  Collective,
+  KvCache,
+  KvCacheSpec,
+  StepLayout,
+  Weight,
+  WeightSource,
+} from "../backend.ts";
+import type { CudaContext } from "./context.ts";
+import { CudaError, invalidArgument } from "./errors.ts";
+import { ccString } from "./flavour.ts";
+import { allocateKvCache, copyBandwidth, ensureFits, uploadWeight } from "./loading.ts";
+import type { MemoryUsage } from "./memory.ts";
+import { internPositions, recordAttention, recordStoreKv } from "./ops_attention.ts";
+import { recordMatmul } from "./ops_matmul.ts";
+import { fuseGateUp, fuseRope, noted, recordHeadNorm, recordRowNorm } from "./fusion.ts";
+import { asActivation, asCache, asWeight, CudaActivation } from "./resources.ts";
+import type { RunnerStats } from "./runner.ts";
+
+export interface CudaBackendInfo {
+  device: string;
+  computeCapability: string;
+  flavour: string;
+  /** Exact-architecture cubins, or PTX compiled by the driver at load. */
+  image: "cubin" | "ptx";
+  cublas: boolean;
+  graphs: boolean;
+  totalBytes: number;
+}
+
+const ELEMENTWISE_MAX_BLOCKS = 4096;
+
+export class CudaBackend implements Backend {
+  readonly kind = "cuda" as const;
+  readonly #ctx: CudaContext;
+  #closed = false;
+
+  constructor(ctx: CudaContext) {
+    this.#ctx = ctx;
+  }
+
+  /** The device this backend computes on. */
+  get deviceName(): string {
+    return this.#ctx.device.name;
+  }
+
+  get deviceIndex(): number {
+    return this.#ctx.device.index;
+  }
+
+  /** What was chosen at start: kernel flavour and image, cuBLAS, graphs. */
+  info(): CudaBackendInfo {
+    const ctx = this.#ctx;
+    return {
+      device: ctx.device.name,
+      computeCapability: ccString(ctx.device.cc),
+      flavour: ctx.flavour.flavour.name,
+      image: ctx.image,
+      cublas: ctx.cublas !== null,
+      graphs: ctx.graphs !== null,
+      totalBytes: ctx.device.totalBytes,
+    };
+  }
+
+  #live(): CudaContext {
+    if (this.#closed) throw new CudaError("cuda_error", "the CUDA backend is closed");
+    return this.#ctx;
+  }
+
+  /** Throws `cuda_out_of_memory` unless `bytes` more fit on the device, with headroom. */
+  ensureFits(bytes: number, what = "the model"): void {
+    ensureFits(this.#live(), bytes, what);
+  }
+
+  memoryUsage(): MemoryUsage {
+    return this.#live().memory.usage();
+  }
+
+  stats(): RunnerStats {
+    return { ...this.#live().runner.stats };
+  }
+
+  loadWeight(source: WeightSource): Weight {
+    return uploadWeight(this.#live(), source);
+  }
+
+  activation(rows: number, cols: number): Activation {
+    if (!(Number.isSafeInteger(rows) && rows >= 1 && Number.isSafeInteger(cols) && cols >= 1)) {
+      throw invalidArgument("activation", `${rows}x${cols}`);
+    }
+    const ptr = this.#live().memory.alloc(rows * cols * 4, "activations");
+    return new CudaActivation(rows, cols, ptr, null);
+  }
+
+  rowsOf(a: Activation, rows: number): Activation {
+    const x = asActivation(a, "rowsOf");
+    if (!(Number.isInteger(rows) && rows >= 1 && rows <= x.rows)) {
+      throw invalidArgument("rowsOf", `${rows} rows of ${x.rows}`);
+    }
+    return new CudaActivation(rows, x.cols, x.ptr, x.base ?? x);
+  }
+
+  free(a: Activation): void {
+    const x = asActivation(a, "free");
+    if (x.base !== null) throw invalidArgument("free", "a view (rowsOf) is not freed on its own");
+    if (x.freed) return;
+    const ctx = this.#live();
+    // Graphs name this memory; recorded launches run before anything reuses it.
+    ctx.graphs?.clear();
+    ctx.flush();
+    ctx.memory.free(x.release());
+  }
+
+  createKvCache(spec: KvCacheSpec): KvCache {
+    return allocateKvCache(this.#live(), spec);
+  }
+
+  embed(out: Activation, table: Weight, ids: Int32Array): void {
+    const o = asActivation(out, "embed");
+    const t = asWeight(table, "embed");
+    if (o.cols !== t.cols || o.rows < ids.length || ids.length === 0) {
+      throw invalidArgument("embed", `${ids.length} ids into ${o.rows}x${o.cols} from ${t.name}`);
+    }
+    for (const id of ids) {
+      if (!(id >= 0 && id < t.rows)) throw invalidArgument("embed", `token id ${id} of ${t.rows}`);
+    }
+    const ctx = this.#live();
+    ctx.reserveArena(4 * ids.length + 64);
+    const dev = ctx.arena.put(ids);
+    ctx.runner.tape.launch(ctx.k("get_rows"), Math.ceil(t.cols / 256), ids.length, 1, 256)
+      .p(o.ptr).p(t.ptr).i(t.type.id).p(dev).i(ids.length).i(t.cols).i(t.rowBytes).end();
+    this.#wrote(o);
+  }
+
+  rmsNorm(out: Activation, x: Activation, weight: Weight, dim: number, eps: number): void {
+    const o = asActivation(out, "rmsNorm");
+    const xs = asActivation(x, "rmsNorm");
+    const w = asWeight(weight, "rmsNorm");
+    if (
+      w.rows !== 1 || w.cols !== dim || xs.cols % dim !== 0 || o.cols !== xs.cols ||
+      o.rows < xs.rows
+    ) {
+      throw invalidArgument("rmsNorm", `${xs.rows}x${xs.cols} by groups of ${dim} with ${w.name}`);
+    }
+    const ctx = this.#live();
+    if (dim === xs.cols) {
+      recordRowNorm(ctx, o, xs, w, eps);
+    } else if (o.ptr === xs.ptr && o.rows === xs.rows) {
+      recordHeadNorm(ctx, xs, w, dim, eps);
+    } else {
+      const groups = (xs.rows * xs.cols) / dim;
+      ctx.runner.tape.launch(ctx.k("rms_norm_warp"), Math.ceil(groups / 4), 1, 1, 128)
+        .p(o.ptr).p(xs.ptr).p(w.ptr).i(groups).i(dim).f(eps).end();
+    }
+    this.#wrote(o);
+  }
+
+  matmul(out: Activation, w: Weight, x: Activation): void {
+    const o = asActivation(out, "matmul");
+    recordMatmul(this.#live(), o, asWeight(w, "matmul"), asActivation(x, "matmul"));
+    this.#wrote(o);
+  }
+
+  ropeNeox(
+    x: Activation,
+    layout: StepLayout,
+    nHeads: number,
+    headDim: number,
+    freqBase: number,
+  ): void {
+    const xs = asActivation(x, "ropeNeox");
+    if (xs.cols !== nHeads * headDim || headDim % 2 !== 0) {
+      throw invalidArgument("ropeNeox", `${xs.cols} columns as ${nHeads} heads of ${headDim}`);
+    }
+    const ctx = this.#live();
+    const positions = internPositions(ctx, layout, xs.rows);
+    if (!(ctx.fusion && fuseRope(ctx, xs, positions, nHeads, headDim, freqBase))) {
+      const grid = Math.ceil((nHeads * headDim) / 2 / 128);
+      ctx.runner.tape.launch(ctx.k("rope_neox"), grid, xs.rows, 1, 128)
+        .p(xs.ptr).p(positions).i(xs.rows).i(nHeads).i(headDim).f(freqBase).end();
+    }
+    this.#wrote(xs);
+  }
+
+  storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void {
+    recordStoreKv(
+      this.#live(),
+      asCache(cache, "storeKv"),
+      layer,
+      asActivation(k, "storeKv"),
+      asActivation(v, "storeKv"),
+      layout,
+    );
+  }
+
+  attention(
+    out: Activation,
+    q: Activation,
+    cache: KvCache,
+    layer: number,
+    layout: StepLayout,
+    shape: AttentionShape,
+  ): void {
+    const o = asActivation(out, "attention");
+    recordAttention(
+      this.#live(),
+      o,
+      asActivation(q, "attention"),
+      asCache(cache, "attention"),
+      layer,
+      layout,
+      shape,
+    );
+    this.#wrote(o);
+  }
+
+  /** Checks an elementwise op's operands; returns them with the element count. */
+  #operands(op: string, out: Activation, a: Activation, b: Activation) {
+    const o = asActivation(out, op);
+    const x = asActivation(a, op);
+    const y = asActivation(b, op);
+    const n = x.rows * x.cols;
+    if (y.rows * y.cols !== n || o.rows * o.cols < n) {
+      throw invalidArgument(
+        op,
+        `${x.rows}x${x.cols}, ${y.rows}x${y.cols} into ${o.rows}x${o.cols}`,
+      );
+    }
+    return { o, x, y, n };
+  }
+
+  #elementwise(
+    ctx: CudaContext,
+    name: string,
+    o: CudaActivation,
+    x: CudaActivation,
+    y: CudaActivation,
+    n: number,
+  ): void {
+    const grid = Math.min(Math.ceil(n / 256), ELEMENTWISE_MAX_BLOCKS);
+    ctx.runner.tape.launch(ctx.k(name), grid, 1, 1, 256).p(o.ptr).p(x.ptr).p(y.ptr).i(n).end();
+  }
+
+  siluMul(out: Activation, gate: Activation, up: Activation): void {
+    const { o, x, y, n } = this.#operands("siluMul", out, gate, up);
+    const ctx = this.#live();
+    if (!(ctx.fusion && fuseGateUp(ctx, o, x, y))) this.#elementwise(ctx, "silu_mul", o, x, y, n);
+    this.#wrote(o);
+  }
+
+  add(out: Activation, a: Activation, b: Activation): void {
+    const { o, x, y, n } = this.#operands("add", out, a, b);
+    const ctx = this.#live();
+    const shaped = (v: CudaActivation): boolean => v.rows === o.rows && v.cols === o.cols;
+    const body = shaped(x) && shaped(y) ? { kind: "add" as const, out: o, a: x, b: y } : null;
+    noted(ctx, body, () => this.#elementwise(ctx, "add_f32", o, x, y, n));
+    this.#wrote(o);
+  }
+
+  gatherRows(out: Activation, a: Activation, rows: Int32Array): void {
+    const o = asActivation(out, "gatherRows");
+    const x = asActivation(a, "gatherRows");
+    if (o.cols !== x.cols || o.rows < rows.length || rows.length === 0) {
+      throw invalidArgument(
+        "gatherRows",
+        `${rows.length} rows of ${x.rows}x${x.cols} into ${o.rows}x${o.cols}`,
+      );
+    }
+    for (const r of rows) {
+      if (!(r >= 0 && r < x.rows)) throw invalidArgument("gatherRows", `row ${r} of ${x.rows}`);
+    }
+    const ctx = this.#live();
+    ctx.reserveArena(4 * rows.length + 64);
+    const idx = ctx.arena.put(rows);
+    ctx.runner.tape.launch(ctx.k("gather_rows"), Math.ceil(x.cols / 256), rows.length, 1, 256)
+      .p(o.ptr).p(x.ptr).p(idx).i(rows.length).i(x.cols).end();
+    this.#wrote(o);
+  }
+
+  /**
+   * Sums `a` over the ranks of `group` in place: the collective is enqueued on this
+   * backend's stream in order with the recorded kernels (steps with one are not captured
+   * as graphs).
+   */
+  allReduce(a: Activation, group: Collective): void {
+    const x = asActivation(a, "allReduce");
+    const ctx = this.#live();
+    const address = BigInt(x.ptr);
+    const count = x.rows * x.cols;
+    ctx.runner.tape.hostCall(() => group.allReduceSum(address, count, "f32", ctx.stream));
+    this.#wrote(x);
+  }
+
+  read(a: Activation): Float32Array {
+    const x = asActivation(a, "read");
+    const ctx = this.#live();
+    const out = new Float32Array(new ArrayBuffer(4 * x.rows * x.cols));
+    this.#readInto(ctx, out, x.ptr);
+    return out;
+  }
+
+  /** The index of each row's largest value, computed on the device. */
+  argmaxRows(a: Activation): Int32Array {
+    const x = asActivation(a, "argmaxRows");
+    const ctx = this.#live();
+    const ids = ctx.scratch("argmax", 4 * x.rows);
+    ctx.runner.tape.launch(ctx.k("argmax_rows"), x.rows, 1, 1, 256)
+      .p(ids).p(x.ptr).i(x.rows).i(x.cols).end();
+    const out = new Int32Array(new ArrayBuffer(4 * x.rows));
+    this.#readInto(ctx, out, ids);
+    return out;
+  }
+
+  /** Copies device memory at `ptr` into `out` (an off-heap array: its address is taken). */
+  #readInto(ctx: CudaContext, out: Float32Array | Int32Array, ptr: number): void {
+    ctx.flush();
+    const sym = ctx.driver.sym;
+    ctx.driver.check(
+      "cuMemcpyDtoHAsync_v2",
+      sym.cuMemcpyDtoHAsync_v2(
+        Deno.UnsafePointer.of(out),
+        BigInt(ptr),
+        BigInt(out.byteLength),
+        ctx.stream,
+      ),
+    );
+    ctx.driver.check("cuStreamSynchronize", sym.cuStreamSynchronize(ctx.stream));
+  }
+
+  /**
+   * Device memory bandwidth in GB/s, from timed device-to-device copies of `bytes` (read
+   * and written bytes both counted, as bandwidth figures for copies usually are).
+   */
+  bandwidthGBs(bytes = 1 << 30): number {
+    return copyBandwidth(this.#live(), bytes);
+  }
+
+  /** Waits for all recorded work (timings, tests). */
+  synchronize(): void {
+    this.#live().sync();
+  }
+
+  /** Cached copies of `out`'s old contents are stale once an op writes it. */
+  #wrote(out: CudaActivation): void {
+    const ctx = this.#ctx;
+    if (ctx.quantized !== null && ctx.quantized.src.ptr === out.ptr) ctx.quantized = null;
+    if (ctx.halves !== null && ctx.halves.src.ptr === out.ptr) ctx.halves = null;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#ctx.close();
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * Builds the CUDA emulator, `kernels/build/emu/libcuda_emu.so`: the kernel sources of
+ * kernels/cuda compiled as host C++ with NEURON_EMU, the fiber runtime, and a stand-in
+ * libcuda + libcublas over them. The CUDA backend loads it as both libraries, so every
+ * backend path (module loading, launches, graphs, cuBLAS calls) runs on machines without a
+ * GPU. Rebuilt only when a source changes; concurrent test processes each build in their
+ * own directory and rename into place.
+ */
+
+import { withBuildLock } from "../../../kernels/build_cuda.ts";
+
+const ROOT = new URL("../../../", import.meta.url).pathname;
+const KERNELS = `${ROOT}kernels/cuda/`;
+const EMU = `${ROOT}tests/cuda/emu/`;
+const OUT_DIR = `${ROOT}kernels/build/emu/`;
+export const EMU_LIBRARY = `${OUT_DIR}libcuda_emu.so`;
+
+const FLAGS = [
+  "-O2",
+  "-std=c++17",
+  "-shared",
+  "-fPIC",
+  "-fvisibility=hidden",
+  "-DNEURON_EMU",
+  "-Wall",
+  "-Wextra",
+  "-Werror",
+  "-Wno-unknown-pragmas",
+  `-I${EMU}`,
+];
+
+function sources(dir: string, exts: string[]): string[] {
+  return [...Deno.readDirSync(dir)]
+    .filter((e) => e.isFile && exts.some((x) => e.name.endsWith(x)))
+    .map((e) => `${dir}${e.name}`)
+    .sort();
+}
+
+async function hash(files: string[]): Promise<string> {
+  const parts = [JSON.stringify(FLAGS), ...files.flatMap((f) => [f, Deno.readTextFileSync(f)])];
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(parts.join("\0")));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function stamp(): string | null {
+  try {
+    Deno.statSync(EMU_LIBRARY);
+    return Deno.readTextFileSync(`${EMU_LIBRARY}.stamp`).trim();
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a C++ compiler is here (the emulator's one prerequisite). */
+export async function cxxAvailable(): Promise<boolean> {
+  try {
+    return (await new Deno.Command("g++", { args: ["--version"], stdout: "null" }).output())
+      .success;
+  } catch {
+    return false;
+  }
+}
+
+/** The emulator library's path, built first when stale. */
+export function buildEmulator(): Promise<string> {
+  Deno.mkdirSync(OUT_DIR, { recursive: true });
+  return withBuildLock(`${OUT_DIR}.emu.lock`, build);
+}
+
+async function build(): Promise<string> {
+  const cu = sources(KERNELS, [".cu"]);
+  const all = [...cu, ...sources(KERNELS, [".cuh"]), ...sources(EMU, [".cc", ".h"])];
+  const h = await hash(all);
+  if (stamp() === h) return EMU_LIBRARY;
+  Deno.mkdirSync(OUT_DIR, { recursive: true });
+  const work = Deno.makeTempDirSync({ dir: OUT_DIR, prefix: "tmp-" });
+  try {
+    const out = await new Deno.Command("g++", {
+      args: [
+        ...FLAGS,
+        "-x",
+        "c++",
+        ...cu,
+        "-x",
+        "none",
+        ...sources(EMU, [".cc"]),
+        "-o",
+        `${work}/lib.so`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      throw new Error(
+        `building the CUDA emulator failed:\n${new TextDecoder().decode(out.stderr)}`,
+      );
+    }
+    Deno.writeTextFileSync(`${work}/stamp`, `${h}\n`);
+    Deno.renameSync(`${work}/lib.so`, EMU_LIBRARY);
+    Deno.renameSync(`${work}/stamp`, `${EMU_LIBRARY}.stamp`);
+  } finally {
+    Deno.removeSync(work, { recursive: true });
+  }
+  return EMU_LIBRARY;
+}
+
+const CONTROL = {
+  emu_configure: { parameters: ["buffer", "f64"], result: "i32" },
+  emu_stat: { parameters: ["buffer"], result: "f64" },
+} as const;
+
+/** The emulator's knobs and counters (the same library instance the backend loaded). */
+export class EmuControl {
+  readonly #lib: Deno.DynamicLibrary<typeof CONTROL>;
+
+  constructor(path: string) {
+    this.#lib = Deno.dlopen(path, CONTROL);
+  }
+
+  /** init_result, device_count, cc_major, cc_minor, total_mb, sm_count, reset_stats. */
+  set(key: string, value: number): void {
+    if (this.#lib.symbols.emu_configure(new TextEncoder().encode(`${key}\0`), value) !== 0) {
+      throw new Error(`unknown emulator setting ${key}`);
+    }
+  }
+
+  /** launches, graph_launches, captures, graph_nodes, allocations, live_bytes, gemms. */
+  stat(key: string): number {
+    return this.#lib.symbols.emu_stat(new TextEncoder().encode(`${key}\0`));
+  }
+
+  close(): void {
+    this.#lib.close();
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Every CUDA kernel path against the reference backend, on the emulated GPU: the same
+ * kernels (compiled for the CPU) and the same backend code that run on a real one.
+ */
+
+import { assertEquals } from "../support/assert.ts";
+import { emulator } from "./support.ts";
+import { Pair } from "../gpu/checks/pair.ts";
+import { checkMatmul, MATMUL_TYPES } from "../gpu/checks/matmul.ts";
+import {
+  checkArgmax,
+  checkElementwise,
+  checkGatherAndEmbed,
+  checkRmsNorm,
+  checkRope,
+} from "../gpu/checks/ops.ts";
+import { checkAttention } from "../gpu/checks/attention.ts";
+
+const emu = await emulator();
+
+function test(name: string, fn: (pair: Pair) => void, options = {}): void {
+  Deno.test({
+    name,
+    ignore: emu === null,
+    fn() {
+      const be = emu!.backend(options);
+      try {
+        fn(new Pair(be));
+      } finally {
+        be.close();
+      }
+    },
+  });
+}
+
+for (const type of MATMUL_TYPES) {
+  test(`emulated CUDA: matmul ${type} (mat-vec, chunked and cuBLAS paths)`, (p) => {
+    checkMatmul(p, type, true);
+  });
+}
+
+test("emulated CUDA: matmul without cuBLAS (prefill on the mat-vec kernels)", (p) => {
+  for (const type of ["Q4_K", "F16", "Q8_0"] as const) checkMatmul(p, type, false);
+}, { cublas: false });
+
+test("emulated CUDA: rmsNorm, ropeNeox, siluMul, add", (p) => {
+  checkRmsNorm(p);
+  checkRope(p);
+  checkElementwise(p);
+});
+
+test("emulated CUDA: gatherRows, embed from every table type, argmaxRows", (p) => {
+  checkGatherAndEmbed(p);
+  checkArgmax(p);
+});
+
+test("emulated CUDA: storeKv and attention (GQA, paged, f32 and f16 caches)", (p) => {
+  checkAttention(p);
+});
+
+test("emulated CUDA: allReduce runs the collective on the backend's stream, in step order", (p) => {
+  const x = p.random(3, 40);
+  const y = p.activation(3, 40);
+  const calls: Array<{ count: number; dtype: string; stream: boolean }> = [];
+  // The emulated device's memory is host memory: a two-rank sum of equal halves doubles.
+  const group = {
+    rank: 0,
+    size: 2,
+    allReduceSum(address: bigint, count: number, dtype: string, stream: Deno.PointerValue) {
+      calls.push({ count, dtype, stream: stream !== null });
+      const view = new Float32Array(
+        Deno.UnsafePointerView.getArrayBuffer(Deno.UnsafePointer.create(address)!, count * 4),
+      );
+      for (let i = 0; i < count; i++) view[i] *= 2;
+    },
+  };
+  p.dev.add(y.dev, x.dev, x.dev);
+  p.dev.allReduce!(y.dev, group);
+  p.dev.add(y.dev, y.dev, x.dev);
+  p.ref.add(y.ref, x.ref, x.ref);
+  p.ref.add(y.ref, y.ref, y.ref);
+  p.ref.add(y.ref, y.ref, x.ref);
+  p.check("add, allReduce, add", y, 0);
+  assertEquals(calls, [{ count: 120, dtype: "f32", stream: true }]);
+});

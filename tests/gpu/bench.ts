@@ -1,0 +1,201 @@
+/**
+ * GPU bench on synthetic Qwen3 models (written once, directly in quantized form): for
+ * qwen3-0.6b Q8_0 and qwen3-8b Q4_K_M, pp512 (one 512-token batch) and tg128 (128 tokens
+ * one at a time from an empty context, greedy on the device: one int back per token), the
+ * device's copy bandwidth measured in the same run, and decode efficiency
+ * = tg tok/s x bytes read per token / bandwidth. tg128 is also measured reading the whole
+ * logits row back and taking the argmax on the host, as the engine does today.
+ *
+ *   deno run -A tests/gpu/bench.ts [--quick] [--json FILE]
+ *
+ * --quick: a small synthetic shape and few tokens (a dry run of the script itself).
+ * NEURON_TEST_LIBCUDA / NEURON_TEST_LIBCUBLAS as for the GPU tests.
+ */
+
+import { parseArgs } from "node:util";
+import { createCudaBackend } from "../../src/backend/cuda/mod.ts";
+import type { CudaBackend } from "../../src/backend/cuda/mod.ts";
+import type { KvCache, StepLayout } from "../../src/backend/backend.ts";
+import { openGguf } from "../../src/gguf/mod.ts";
+import { Qwen3Model } from "../../src/models/qwen3.ts";
+import { syntheticModel } from "../../src/bench/synthetic.ts";
+import { argmax } from "../../src/engine/sampler.ts";
+import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
+import type { FileType } from "../../src/gguf/quant_mix.ts";
+import { gpuOptions } from "./support.ts";
+import { SMALL_SHAPE } from "./checks/model.ts";
+
+interface Case {
+  label: string;
+  path: () => string;
+}
+
+interface Result {
+  model: string;
+  device: string;
+  sizeMiB: number;
+  loadSeconds: number;
+  pp: number;
+  ppTokens: number;
+  tg: number;
+  tgHostArgmax: number;
+  tgTokens: number;
+  bandwidthGBs: number;
+  bytesPerToken: number;
+  decodeEfficiency: number;
+  graphSteps: number;
+  captures: number;
+}
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: { quick: { type: "boolean" }, json: { type: "string" } },
+});
+const quick = values.quick ?? false;
+const PP = quick ? 32 : 512;
+const TG = quick ? 8 : 128;
+const REPS = quick ? 1 : 3;
+const BLOCK = 16;
+
+function smallPath(quant: FileType): string {
+  const path = `${Deno.makeTempDirSync()}/small-${quant}.gguf`;
+  writeSyntheticQwen3(path, { shape: SMALL_SHAPE, quant, seed: 3 });
+  return path;
+}
+
+const CASES: Case[] = quick
+  ? [
+    { label: "small Q8_0", path: () => smallPath("q8_0") },
+    { label: "small Q4_K_M", path: () => smallPath("q4_k_m") },
+  ]
+  : [
+    { label: "qwen3-0.6b Q8_0", path: () => syntheticModel("qwen3-0.6b", "q8_0") },
+    { label: "qwen3-8b Q4_K_M", path: () => syntheticModel("qwen3-8b", "q4_k_m") },
+  ];
+
+class Runner {
+  readonly cache: KvCache;
+  readonly table: Int32Array;
+
+  constructor(readonly model: Qwen3Model, readonly be: CudaBackend) {
+    const hp = model.hparams;
+    const nBlocks = Math.ceil((PP + TG + 32) / BLOCK);
+    this.table = Int32Array.from({ length: nBlocks }, (_, i) => i);
+    this.cache = be.createKvCache({
+      nLayers: hp.nLayers,
+      nKvHeads: hp.nKvHeads,
+      headDim: hp.headDim,
+      blockSize: BLOCK,
+      nBlocks,
+      dtype: "f16",
+    });
+  }
+
+  #layout(n: number, start: number): StepLayout {
+    return {
+      positions: Int32Array.from({ length: n }, (_, i) => start + i),
+      sequences: [{ rowStart: 0, rowCount: n, blockTable: this.table }],
+    };
+  }
+
+  /** Seconds for an n-token prompt in one batch (logits of its last row, argmax on device). */
+  prompt(n: number): number {
+    const ids = Int32Array.from(
+      { length: n },
+      (_, i) => (i * 7919 + 13) % this.model.hparams.vocabSize,
+    );
+    const t0 = performance.now();
+    this.be.argmaxRows(
+      this.model.forward(ids, this.#layout(n, 0), this.cache, Int32Array.of(n - 1)),
+    );
+    return (performance.now() - t0) / 1000;
+  }
+
+  /** Seconds for n tokens one at a time; `host` reads every logits row back. */
+  generate(n: number, host: boolean): number {
+    let next = 17;
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const logits = this.model.forward(
+        Int32Array.of(next),
+        this.#layout(1, i),
+        this.cache,
+        Int32Array.of(0),
+      );
+      next = host ? argmax(this.be.read(logits)) : this.be.argmaxRows(logits)[0];
+    }
+    return (performance.now() - t0) / 1000;
+  }
+}
+
+function best(reps: number, fn: () => number): number {
+  let t = Infinity;
+  for (let r = 0; r < reps; r++) t = Math.min(t, fn());
+  return t;
+}
+
+function run(c: Case): Result {
+  const path = c.path();
+  const file = openGguf(path);
+  const be = createCudaBackend(gpuOptions());
+  try {
+    const t0 = performance.now();
+    const model = Qwen3Model.load(file, be);
+    const loadSeconds = (performance.now() - t0) / 1000;
+    const r = new Runner(model, be);
+    r.prompt(16);
+    r.generate(8, false);
+    const pp = PP / best(REPS, () => r.prompt(PP));
+    const tg = TG / best(REPS, () => r.generate(TG, false));
+    const tgHostArgmax = TG / r.generate(TG, true);
+    const bandwidth = be.bandwidthGBs();
+    const hp = model.hparams;
+    const weights = file.tensors.reduce(
+      (a, t) => a + (t.name === "token_embd.weight" && !hp.tiedOutput ? 0 : t.nBytes),
+      0,
+    );
+    const bytesPerToken = weights + 2 * hp.nLayers * hp.nKvHeads * hp.headDim * 2 * (TG / 2);
+    const stats = be.stats();
+    model.close();
+    return {
+      model: c.label,
+      device: be.deviceName,
+      sizeMiB: file.tensors.reduce((a, t) => a + t.nBytes, 0) / 2 ** 20,
+      loadSeconds,
+      pp,
+      ppTokens: PP,
+      tg,
+      tgHostArgmax,
+      tgTokens: TG,
+      bandwidthGBs: bandwidth,
+      bytesPerToken,
+      decodeEfficiency: (tg * bytesPerToken) / (bandwidth * 1e9),
+      graphSteps: stats.graphSteps,
+      captures: stats.captures,
+    };
+  } finally {
+    be.close();
+    file.close();
+  }
+}
+
+const results = CASES.map(run);
+console.log(
+  `\n| model | size | pp${PP} t/s | tg${TG} t/s | tg${TG} host argmax | copy GB/s | MB/token | decode efficiency |`,
+);
+console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+for (const r of results) {
+  console.log(
+    `| ${r.model} | ${r.sizeMiB.toFixed(0)} MiB | ${r.pp.toFixed(0)} | ${r.tg.toFixed(1)} | ` +
+      `${r.tgHostArgmax.toFixed(1)} | ${r.bandwidthGBs.toFixed(0)} | ${
+        (r.bytesPerToken / 1e6).toFixed(1)
+      } | ` +
+      `${(100 * r.decodeEfficiency).toFixed(1)}% |`,
+  );
+}
+console.log(
+  `device: ${results[0]?.device}; graphs: ${
+    results.map((r) => `${r.captures} captured, ${r.graphSteps} replayed`).join("; ")
+  }`,
+);
+if (values.json) Deno.writeTextFileSync(values.json, JSON.stringify(results, null, 2) + "\n");
