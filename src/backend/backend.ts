@@ -36,6 +36,11 @@ export interface WeightSource {
   cols: number;
   bytes: Uint8Array;
   pointer: Deno.PointerObject;
+  /**
+   * The bytes are a copy made for this call (a slice of a tensor, for tensor parallelism)
+   * and die after it: a backend that reads weights in place copies them first.
+   */
+  transient?: boolean;
 }
 
 export type KvDType = "f32" | "f16";
@@ -81,6 +86,24 @@ export interface AttentionShape {
   headDim: number;
   /** Softmax scale, usually 1/sqrt(headDim). */
   scale: number;
+}
+
+/** Element types a collective reduces. */
+export type ReduceDType = "f32" | "f16";
+
+/**
+ * The ranks a tensor-parallel model is split over, as the ops see them. src/tp implements
+ * it: shared memory between processes on one host, NCCL between GPUs.
+ */
+export interface Collective {
+  readonly rank: number;
+  readonly size: number;
+  /**
+   * Sums `count` values at `address` over every rank, in place; every rank ends with the
+   * same bits. `address` is host memory when `stream` is null, else device memory ordered
+   * on that device stream (the call then only enqueues the reduction).
+   */
+  allReduceSum(address: bigint, count: number, dtype: ReduceDType, stream: Deno.PointerValue): void;
 }
 
 export interface Backend {
@@ -142,6 +165,13 @@ export interface Backend {
 
   /** Copies rows of `a` into `out` (out[i] = a[rows[i]]): selects the rows that need logits. */
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void;
+
+  /**
+   * Sums `a` over every rank of `group`, in place: the partial products of a matrix split
+   * by input columns under tensor parallelism. Optional: a backend without it cannot run a
+   * sharded model (the load says so).
+   */
+  allReduce?(a: Activation, group: Collective): void;
 
   /**
    * Memory read bandwidth of this device in GB/s, measured now (benchmarks report decode

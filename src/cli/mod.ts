@@ -9,6 +9,7 @@ import { detokenizeCommand } from "./detokenize.ts";
 import { templateCommand } from "./template.ts";
 import { generateCommand } from "./generate.ts";
 import { benchCommand } from "./bench.ts";
+import { workerCommand } from "./worker.ts";
 
 /** Every subcommand, one line each; `neuron` alone (or with only flags) means `serve`. */
 export const COMMANDS: Record<string, Command> = {
@@ -52,9 +53,11 @@ export async function runCli(argv: string[]): Promise<number> {
   const dashDash = argv.indexOf("--");
   const flags = dashDash < 0 ? argv : argv.slice(0, dashDash);
   if (flags.includes("--worker")) {
-    return fail(
-      new UsageError("worker mode (tensor-parallel children) is not built yet in this version"),
-    );
+    try {
+      return await workerCommand.run(argv);
+    } catch (err) {
+      return fail(err);
+    }
   }
   const first = argv[0];
   if (first === "--version" || first === "-V") {

@@ -101,7 +101,12 @@ export class Engine {
       const pool = new BlockPool(nBlocks, KV_BLOCK_SIZE);
       const runner = openRunner(
         file,
-        { device: options.device, threads: options.threads },
+        {
+          device: options.device,
+          threads: options.threads,
+          tensorParallel: options.tensorParallel,
+          devices: options.devices,
+        },
         { blockSize: KV_BLOCK_SIZE, nBlocks, dtype: options.kvDtype },
       );
       return new Engine(options, file, runner, pool, contextLength, tokenizer, template);

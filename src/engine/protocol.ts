@@ -138,4 +138,8 @@ export interface EngineOptions {
   /** KV cache pool size in bytes (never less than one full context; absent = that). */
   kvBudgetBytes?: number;
   kvDtype: "f16" | "f32";
+  /** Ranks the model is split over (tensor parallelism); absent or 1: one device. */
+  tensorParallel?: number;
+  /** The CUDA device of each rank (WIRE.md `devices`). */
+  devices?: number[];
 }

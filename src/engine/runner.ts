@@ -9,6 +9,7 @@ import type { Backend, KvCache, KvDType, StepLayout } from "../backend/backend.t
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import type { GgufFile } from "../gguf/mod.ts";
 import { type Qwen3Hparams, Qwen3Model } from "../models/qwen3.ts";
+import { TpRunner } from "../tp/mod.ts";
 
 export interface StepBatch {
   ids: Int32Array;
@@ -38,6 +39,10 @@ export interface ModelRunner {
 export interface LocalRunnerOptions {
   device: DeviceChoice;
   threads: number;
+  /** Ranks the model is split over (tensor parallelism); 1 or absent: this thread alone. */
+  tensorParallel?: number;
+  /** The CUDA device of each rank. */
+  devices?: number[];
 }
 
 export class LocalRunner implements ModelRunner {
@@ -89,11 +94,16 @@ export class LocalRunner implements ModelRunner {
   }
 }
 
-/** The runner for `options`: the model on one device in this thread. */
+/**
+ * The runner for `options`: the model on one device in this thread, or split over
+ * `tensorParallel` ranks with this thread as rank 0.
+ */
 export function openRunner(
   file: GgufFile,
   options: LocalRunnerOptions,
   kv: KvPoolSpec,
 ): ModelRunner {
+  const tensorParallel = options.tensorParallel ?? 1;
+  if (tensorParallel > 1) return TpRunner.open(file, { ...options, tensorParallel }, kv);
   return LocalRunner.open(file, options, kv);
 }

@@ -6,6 +6,9 @@
  *
  * and logits = Wout · rms(x_last). Q and K are RMS-normalised per head before RoPE (the
  * Qwen3 change from Qwen2); the output matrix is the token embedding when tied.
+ *
+ * Under tensor parallelism (qwen3_shard.ts) a rank holds some heads and FFN columns; Wo and
+ * Wdown then give partial sums, added over the ranks before each residual.
  */
 
 import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
@@ -19,6 +22,15 @@ import type {
   Weight,
 } from "../backend/backend.ts";
 import { ModelError } from "./errors.ts";
+import {
+  type Qwen3Shard,
+  type ShardDims,
+  shardDims,
+  ShardError,
+  sliceTensor,
+  type TensorSplit,
+  WHOLE_MODEL,
+} from "./qwen3_shard.ts";
 
 export interface Qwen3Hparams {
   nLayers: number;
@@ -93,11 +105,13 @@ interface Workspace {
   logits: Activation;
 }
 
+/** Binds tensor `name` (whole, or this rank's `split` of it) after checking its shape. */
 function loadWeight(
   file: GgufFile,
   backend: Backend,
   name: string,
   shape: [cols: number, rows?: number],
+  split?: TensorSplit,
 ): Weight {
   const t: GgufTensorInfo = file.requireTensor(name);
   const [cols, rows = 1] = shape;
@@ -107,14 +121,17 @@ function loadWeight(
       `tensor '${name}' has shape [${t.ne.join(", ")}], expected [${cols}, ${rows}]`,
     );
   }
-  return backend.loadWeight({
-    name,
-    type: t.type,
-    rows,
-    cols,
-    bytes: file.data(t),
-    pointer: file.pointer(t),
-  });
+  if (split === undefined || split.parts === 1) {
+    return backend.loadWeight({
+      name,
+      type: t.type,
+      rows,
+      cols,
+      bytes: file.data(t),
+      pointer: file.pointer(t),
+    });
+  }
+  return backend.loadWeight({ name, type: t.type, ...sliceTensor(file, t, rows, cols, split) });
 }
 
 export class Qwen3Model {
@@ -122,6 +139,9 @@ export class Qwen3Model {
 
   private constructor(
     readonly hparams: Qwen3Hparams,
+    /** The heads and FFN columns this rank holds (all of them unsharded). */
+    readonly local: ShardDims,
+    private readonly shard: Qwen3Shard,
     private readonly backend: Backend,
     private readonly tokenEmbd: Weight,
     private readonly layers: LayerWeights[],
@@ -129,35 +149,50 @@ export class Qwen3Model {
     private readonly output: Weight,
   ) {}
 
-  /** Binds every tensor of `file` to `backend`, checking names and shapes. */
-  static load(file: GgufFile, backend: Backend): Qwen3Model {
+  /**
+   * Binds every tensor of `file` (this rank's part of it under `shard`) to `backend`,
+   * checking names and shapes, and that the model splits as asked.
+   */
+  static load(file: GgufFile, backend: Backend, shard: Qwen3Shard = WHOLE_MODEL): Qwen3Model {
     const hp = readQwen3Hparams(file);
     const { nEmbd, nFf, nHeads, nKvHeads, headDim, vocabSize } = hp;
     if (nHeads % nKvHeads !== 0) {
       throw new ModelError("bad_hparams", `${nHeads} heads do not group into ${nKvHeads} KV heads`);
     }
-    const w = (name: string, cols: number, rows?: number): Weight =>
-      loadWeight(file, backend, name, [cols, rows]);
+    const local = shardDims(file, hp, shard.size);
+    if (!(Number.isInteger(shard.rank) && shard.rank >= 0 && shard.rank < shard.size)) {
+      throw new ShardError(`rank ${shard.rank} is not one of the ${shard.size} ranks`);
+    }
+    if (shard.size > 1 && (shard.collective === null || backend.allReduce === undefined)) {
+      throw new ShardError(
+        `the ${backend.kind} backend cannot run a model split over ${shard.size} ranks ` +
+          "(no all-reduce)",
+      );
+    }
+    const byRows: TensorSplit = { by: "rows", index: shard.rank, parts: shard.size };
+    const byCols: TensorSplit = { by: "cols", index: shard.rank, parts: shard.size };
+    const w = (name: string, cols: number, rows?: number, split?: TensorSplit): Weight =>
+      loadWeight(file, backend, name, [cols, rows], split);
     const tokenEmbd = w("token_embd.weight", nEmbd, vocabSize);
     const layers = Array.from({ length: hp.nLayers }, (_, i): LayerWeights => {
       const b = `blk.${i}`;
       return {
         attnNorm: w(`${b}.attn_norm.weight`, nEmbd),
-        wq: w(`${b}.attn_q.weight`, nEmbd, nHeads * headDim),
-        wk: w(`${b}.attn_k.weight`, nEmbd, nKvHeads * headDim),
-        wv: w(`${b}.attn_v.weight`, nEmbd, nKvHeads * headDim),
-        wo: w(`${b}.attn_output.weight`, nHeads * headDim, nEmbd),
+        wq: w(`${b}.attn_q.weight`, nEmbd, nHeads * headDim, byRows),
+        wk: w(`${b}.attn_k.weight`, nEmbd, nKvHeads * headDim, byRows),
+        wv: w(`${b}.attn_v.weight`, nEmbd, nKvHeads * headDim, byRows),
+        wo: w(`${b}.attn_output.weight`, nHeads * headDim, nEmbd, byCols),
         qNorm: w(`${b}.attn_q_norm.weight`, headDim),
         kNorm: w(`${b}.attn_k_norm.weight`, headDim),
         ffnNorm: w(`${b}.ffn_norm.weight`, nEmbd),
-        wGate: w(`${b}.ffn_gate.weight`, nEmbd, nFf),
-        wUp: w(`${b}.ffn_up.weight`, nEmbd, nFf),
-        wDown: w(`${b}.ffn_down.weight`, nFf, nEmbd),
+        wGate: w(`${b}.ffn_gate.weight`, nEmbd, nFf, byRows),
+        wUp: w(`${b}.ffn_up.weight`, nEmbd, nFf, byRows),
+        wDown: w(`${b}.ffn_down.weight`, nFf, nEmbd, byCols),
       };
     });
     const outputNorm = w("output_norm.weight", nEmbd);
     const output = hp.tiedOutput ? tokenEmbd : w("output.weight", nEmbd, vocabSize);
-    return new Qwen3Model(hp, backend, tokenEmbd, layers, outputNorm, output);
+    return new Qwen3Model(hp, local, shard, backend, tokenEmbd, layers, outputNorm, output);
   }
 
   /**
@@ -168,6 +203,7 @@ export class Qwen3Model {
    */
   forward(ids: Int32Array, layout: StepLayout, cache: KvCache, logitRows: Int32Array): Activation {
     const hp = this.hparams;
+    const { nHeads, nKvHeads } = this.local;
     const be = this.backend;
     const ws = this.#workspaceFor(ids.length, logitRows.length);
     const n = ids.length;
@@ -184,8 +220,8 @@ export class Qwen3Model {
       ws.up,
     ].map(rows);
     const shape: AttentionShape = {
-      nHeads: hp.nHeads,
-      nKvHeads: hp.nKvHeads,
+      nHeads,
+      nKvHeads,
       headDim: hp.headDim,
       scale: 1 / Math.sqrt(hp.headDim),
     };
@@ -198,11 +234,12 @@ export class Qwen3Model {
       be.matmul(v, l.wv, xn);
       be.rmsNorm(q, q, l.qNorm, hp.headDim, hp.rmsEps);
       be.rmsNorm(k, k, l.kNorm, hp.headDim, hp.rmsEps);
-      be.ropeNeox(q, layout, hp.nHeads, hp.headDim, hp.ropeBase);
-      be.ropeNeox(k, layout, hp.nKvHeads, hp.headDim, hp.ropeBase);
+      be.ropeNeox(q, layout, nHeads, hp.headDim, hp.ropeBase);
+      be.ropeNeox(k, layout, nKvHeads, hp.headDim, hp.ropeBase);
       be.storeKv(cache, layer, k, v, layout);
       be.attention(attn, q, cache, layer, layout, shape);
       be.matmul(proj, l.wo, attn);
+      this.#sumOverRanks(proj);
       be.add(x, x, proj);
 
       be.rmsNorm(xn, x, l.ffnNorm, hp.nEmbd, hp.rmsEps);
@@ -210,6 +247,7 @@ export class Qwen3Model {
       be.matmul(up, l.wUp, xn);
       be.siluMul(gate, gate, up);
       be.matmul(proj, l.wDown, gate);
+      this.#sumOverRanks(proj);
       be.add(x, x, proj);
     });
 
@@ -223,6 +261,12 @@ export class Qwen3Model {
     return logits;
   }
 
+  /** Adds the partial products of the other ranks (nothing to add unsharded). */
+  #sumOverRanks(a: Activation): void {
+    const group = this.shard.collective;
+    if (this.shard.size > 1 && group !== null) this.backend.allReduce!(a, group);
+  }
+
   /** Scratch space large enough for the step; grows (and frees the old one) when needed. */
   #workspaceFor(tokens: number, logitRows: number): Workspace {
     const cur = this.#workspace;
@@ -232,8 +276,8 @@ export class Qwen3Model {
     const t = Math.max(tokens, cur?.tokens ?? 0);
     const lr = Math.max(1, logitRows, cur?.logitRows ?? 0);
     if (cur !== null) this.#freeWorkspace(cur);
-    const qDim = hp.nHeads * hp.headDim;
-    const kvDim = hp.nKvHeads * hp.headDim;
+    const qDim = this.local.nHeads * hp.headDim;
+    const kvDim = this.local.nKvHeads * hp.headDim;
     this.#workspace = {
       tokens: t,
       logitRows: lr,
@@ -244,8 +288,8 @@ export class Qwen3Model {
       v: be.activation(t, kvDim),
       attn: be.activation(t, qDim),
       proj: be.activation(t, hp.nEmbd),
-      gate: be.activation(t, hp.nFf),
-      up: be.activation(t, hp.nFf),
+      gate: be.activation(t, this.local.nFf),
+      up: be.activation(t, this.local.nFf),
       last: be.activation(lr, hp.nEmbd),
       logits: be.activation(lr, hp.vocabSize),
     };

@@ -54,6 +54,7 @@ const STATUS: Record<string, number> = {
   upstream_error: 502,
   harness_unavailable: 503,
   shutting_down: 503,
+  tp_worker_failed: 503,
   internal_error: 500,
   tensor_parallel_unavailable: 400,
   // hub downloads

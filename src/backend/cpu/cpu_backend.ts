@@ -8,6 +8,7 @@ import type {
   Activation,
   AttentionShape,
   Backend,
+  Collective,
   KvCache,
   KvCacheSpec,
   StepLayout,
@@ -98,8 +99,16 @@ export class CpuBackend implements Backend {
 
   loadWeight(source: WeightSource): Weight {
     // Validates that the kernels can compute this type and shape before any step runs.
-    this.kernels.rowBytes(source.type.id, source.cols);
-    return new CpuWeight(source.name, source.type, source.rows, source.cols, source.pointer);
+    const rowBytes = this.kernels.rowBytes(source.type.id, source.cols);
+    let pointer = source.pointer;
+    if (source.transient) {
+      const bytes = rowBytes * source.rows;
+      const copy = this.kernels.alloc(bytes);
+      copy.u8().set(source.bytes.subarray(0, bytes));
+      this.#owned.add(copy);
+      pointer = copy.pointer;
+    }
+    return new CpuWeight(source.name, source.type, source.rows, source.cols, pointer);
   }
 
   activation(rows: number, cols: number): Activation {
@@ -232,6 +241,11 @@ export class CpuBackend implements Backend {
     for (let i = 0; i < rows.length; i++) {
       dst.set(all.subarray(rows[i] * src.cols, (rows[i] + 1) * src.cols), i * src.cols);
     }
+  }
+
+  allReduce(a: Activation, group: Collective): void {
+    const x = act(a);
+    group.allReduceSum(BigInt(Deno.UnsafePointer.value(x.pointer)), x.rows * x.cols, "f32", null);
   }
 
   bandwidthGBs(): number {

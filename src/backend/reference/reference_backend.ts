@@ -9,6 +9,7 @@ import type {
   Activation,
   AttentionShape,
   Backend,
+  Collective,
   KvCache,
   KvCacheSpec,
   StepLayout,
@@ -225,6 +226,12 @@ export class ReferenceBackend implements Backend {
     for (let i = 0; i < rows.length; i++) {
       dst.set(src.data.subarray(rows[i] * src.cols, (rows[i] + 1) * src.cols), i * src.cols);
     }
+  }
+
+  allReduce(a: Activation, group: Collective): void {
+    const data = act(a).data;
+    const address = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(data)));
+    group.allReduceSum(address, data.length, "f32", null);
   }
 
   read(a: Activation): Float32Array {

@@ -17,6 +17,8 @@ export interface GenerationContext {
   release: Release;
   /** Called once, after the last event. */
   onEnd: (gen: NativeGeneration) => void;
+  /** Called when the engine ends the request with an error (e.g. a broken model). */
+  onError?: (code: string, message: string) => void;
 }
 
 /** Why the node stopped a request (shown to the client as an error). */
@@ -102,6 +104,7 @@ export class NativeGeneration implements Generation {
         }
         return { type: "done", finishReason: e.finishReason, usage: e.usage };
       case "error":
+        this.#ctx.onError?.(e.code, e.message);
         return { type: "error", code: e.code, message: e.message };
     }
   }

@@ -1,11 +1,19 @@
 /**
  * A model resident in the native engine: its engine host, admission queue and metrics,
  * and the requests it is serving (so an unload can stop them cleanly first).
+ *
+ * A tensor-parallel model whose group broke (a worker died, missed a deadline) fails its
+ * requests with `tp_worker_failed`; the first such failure turns the model `recovering`:
+ * its engine is closed (reaping the workers) and started again from scratch, then the
+ * model is `loaded` again — or `failed`, saying why. New requests meanwhile get a 503
+ * with Retry-After; queued ones wait for the new engine.
  */
 
 import { errorMessage } from "../../common/errors.ts";
+import { log } from "../../common/log.ts";
 import type { EngineHost, EngineStats } from "../../engine/mod.ts";
-import type { InferenceCall, ModelInfo, ModelStats } from "../harness.ts";
+import { HarnessError } from "../errors.ts";
+import type { InferenceCall, ModelInfo, ModelStats, ModelStatus } from "../harness.ts";
 import { Admission, AdmissionError, type AdmissionLimits } from "./admission.ts";
 import { NativeGeneration, type StopReason } from "./generation.ts";
 import { ModelMetrics } from "./model_metrics.ts";
@@ -14,15 +22,25 @@ import { planCall } from "./plan.ts";
 const MIB = 1024 * 1024;
 const STATS_EVERY_MS = 1000;
 const GPU_DEVICES = new Set(["cuda"]);
+/** The engine error that means a tensor-parallel group broke and must be rebuilt. */
+const GROUP_BROKEN = "tp_worker_failed";
+const RECOVERY_RETRY_AFTER_SECS = 5;
+
+/** Starts a fresh engine for the same model (a recovery's reload). */
+export type EngineRestart = () => Promise<EngineHost>;
 
 export class LoadedModel {
   readonly id: string;
-  readonly host: EngineHost;
   readonly devices: number[];
   readonly admission: Admission;
   readonly metrics = new ModelMetrics();
   readonly #harness: string;
   readonly #active = new Set<NativeGeneration>();
+  readonly #restart: EngineRestart | null;
+  #host: EngineHost;
+  #recovery: Promise<void> | null = null;
+  #failure: string | null = null;
+  #closed = false;
   #statsTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
@@ -31,12 +49,23 @@ export class LoadedModel {
     host: EngineHost,
     limits: AdmissionLimits,
     devices: number[],
+    restart: EngineRestart | null = null,
   ) {
     this.id = id;
     this.#harness = harness;
-    this.host = host;
+    this.#host = host;
+    this.#restart = restart;
     this.admission = new Admission(limits);
     this.devices = GPU_DEVICES.has(host.description.device) ? devices : [];
+  }
+
+  get host(): EngineHost {
+    return this.#host;
+  }
+
+  get status(): ModelStatus {
+    if (this.#recovery) return "recovering";
+    return this.#failure === null && this.#host.alive ? "loaded" : "failed";
   }
 
   get onGpu(): boolean {
@@ -46,10 +75,11 @@ export class LoadedModel {
   info(): ModelInfo {
     const d = this.host.description;
     const bytes = d.weightBytes + d.kvBytes;
+    const status = this.status;
     return {
       id: this.id,
       harness: this.#harness,
-      status: this.host.alive ? "loaded" : "failed",
+      status,
       devices: this.devices,
       vram_used_mb: this.onGpu ? Math.round(bytes / MIB) : null,
       capabilities: ["text"],
@@ -58,10 +88,26 @@ export class LoadedModel {
       reasoning: d.hasReasoning,
       quantization: d.quantization,
       memory_bytes: bytes,
-      ...(this.host.alive ? {} : {
-        servable: { ok: false, reason: "engine_crashed", detail: "the engine worker stopped" },
-      }),
+      ...this.#unservable(status),
     };
+  }
+
+  /** Why the gateway should route around this model, when it should. */
+  #unservable(status: ModelStatus): Partial<ModelInfo> {
+    if (status === "recovering") {
+      const detail = "a tensor-parallel worker failed; the model is being reloaded";
+      return { servable: { ok: false, reason: "recovering", detail } };
+    }
+    if (this.#failure !== null) {
+      const detail = this.#failure;
+      return { error: detail, servable: { ok: false, reason: "recovery_failed", detail } };
+    }
+    if (status === "failed") {
+      return {
+        servable: { ok: false, reason: "engine_crashed", detail: "the engine worker stopped" },
+      };
+    }
+    return {};
   }
 
   stats(): ModelStats {
@@ -84,6 +130,7 @@ export class LoadedModel {
 
   async serve(call: InferenceCall): Promise<Response> {
     const arrivedAt = performance.now();
+    this.#refuseWhileRecovering();
     const plan = planCall(call, this.host.description);
     let release;
     try {
@@ -92,6 +139,8 @@ export class LoadedModel {
       if (err instanceof AdmissionError) this.metrics.outcome("rejected");
       throw err;
     }
+    // Queued before a group broke: wait for the new engine rather than the dead one.
+    if (this.#recovery) await this.#recovery;
     this.#watchStats();
     let stream;
     try {
@@ -114,6 +163,9 @@ export class LoadedModel {
         call.signal.removeEventListener("abort", onAbort);
         this.#readStats();
       },
+      onError: (code, message) => {
+        if (code === GROUP_BROKEN) this.#recover(message);
+      },
     });
     this.#active.add(gen);
     call.signal.addEventListener("abort", onAbort, { once: true });
@@ -123,11 +175,43 @@ export class LoadedModel {
 
   /** Stops every request (they end with `reason`), refuses the queue, frees the engine. */
   async close(reason: StopReason): Promise<void> {
+    this.#closed = true;
     clearInterval(this.#statsTimer);
     this.#statsTimer = undefined;
     this.admission.rejectWaiting(new AdmissionError(reason.message, 5));
     for (const g of this.#active) g.stop(reason);
+    if (this.#recovery) await this.#recovery;
     await this.host.close();
+  }
+
+  #refuseWhileRecovering(): void {
+    if (!this.#recovery) return;
+    throw new HarnessError(
+      "harness_unavailable",
+      `model ${this.id} is being reloaded after a tensor-parallel worker failed; retry shortly`,
+      { retryAfter: RECOVERY_RETRY_AFTER_SECS },
+    );
+  }
+
+  /** Unload + reload after the engine reported a broken tensor-parallel group. */
+  #recover(reason: string): void {
+    if (this.#recovery || this.#closed || this.#restart === null || this.#failure !== null) return;
+    const restart = this.#restart;
+    const mlog = log.child({ model: this.id });
+    mlog.warn("model recovering: reloading its engine", { reason });
+    this.#recovery = (async () => {
+      try {
+        await this.#host.close();
+        if (this.#closed) return;
+        this.#host = await restart();
+        mlog.info("model recovered");
+      } catch (err) {
+        this.#failure = `recovery failed: ${errorMessage(err)}`;
+        mlog.error("model recovery failed", { error: errorMessage(err) });
+      } finally {
+        this.#recovery = null;
+      }
+    })();
   }
 
   /** Reads the engine's counters every second while requests run. */

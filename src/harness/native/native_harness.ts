@@ -87,13 +87,9 @@ export class NativeHarness implements Harness {
     if (this.#models.has(id) || this.#loading.has(id)) {
       throw new HarnessError("already_loaded", `model ${id} is already loaded`);
     }
-    if ((spec.tensor_parallel ?? 1) > 1) {
-      throw new NeuronError(
-        "tensor_parallel_unavailable",
-        `cannot load ${id} with tensor_parallel=${spec.tensor_parallel}: the native engine runs ` +
-          "a model on one device in this version",
-      );
-    }
+    const tensorParallel = spec.tensor_parallel ?? 1;
+    // WIRE.md: devices default to [0..tensor_parallel); the schema checks a given list's length.
+    const devices = spec.devices ?? Array.from({ length: tensorParallel }, (_, i) => i);
     const mlog = log.child({ model: id, harness: this.name });
     const state: Loading = { progress: 0, detail: { stage: "resolving" } };
     const report = (): void =>
@@ -124,7 +120,9 @@ export class NativeHarness implements Harness {
       state.progress = DOWNLOAD_SHARE;
       state.detail = { stage: "loading weights", file: path };
       report();
-      const host = await this.#startEngine(id, path);
+      const start = (): Promise<EngineHost> =>
+        this.#startEngine(id, path, { tensorParallel, devices });
+      const host = await start();
       if (this.#closing.signal.aborted) {
         await host.close();
         throw new HarnessError(
@@ -138,8 +136,8 @@ export class NativeHarness implements Harness {
         maxQueueDepth: a.max_queue_depth,
         maxWaitSecs: a.max_wait_secs,
       };
-      const devices = spec.devices ?? [0];
-      this.#models.set(id, new LoadedModel(id, this.name, host, limits, devices));
+      const restart = tensorParallel > 1 ? start : null;
+      this.#models.set(id, new LoadedModel(id, this.name, host, limits, devices, restart));
       const d = host.description;
       mlog.info("model ready", {
         path,
@@ -154,9 +152,14 @@ export class NativeHarness implements Harness {
     }
   }
 
-  async #startEngine(id: string, path: string): Promise<EngineHost> {
+  async #startEngine(
+    id: string,
+    path: string,
+    split: { tensorParallel: number; devices: number[] },
+  ): Promise<EngineHost> {
     try {
       return await EngineHost.start({
+        ...split,
         modelPath: path,
         device: this.#config.device,
         threads: this.#config.threads ?? 0,
@@ -167,6 +170,14 @@ export class NativeHarness implements Harness {
         kvDtype: "f16",
       });
     } catch (err) {
+      if (err instanceof NeuronError && err.code === "unshardable") {
+        // The request asked for a split this model cannot take: a client error, not a failure.
+        throw new NeuronError(
+          "tensor_parallel_unavailable",
+          `cannot load ${id} with tensor_parallel=${split.tensorParallel}: ${errorMessage(err)}`,
+          { cause: err },
+        );
+      }
       throw new HarnessError(
         "model_load_failed",
         `cannot load ${id} from ${path}: ${errorMessage(err)}`,

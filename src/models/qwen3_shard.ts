@@ -1,0 +1,141 @@
+/**
+ * Tensor-parallel slices of Qwen3. Rank r of N holds attention heads [r·H/N, (r+1)·H/N)
+ * with their KV heads and FFN columns [r·F/N, (r+1)·F/N):
+ *
+ * - Q, K, V, gate and up are split by output rows: contiguous in the GGUF, so a rank's
+ *   slice is a pointer into the mapped file.
+ * - attn_output and ffn_down are split by input columns: each row contributes a run of
+ *   whole quantization blocks, copied at load. A split that would cut a block (e.g. 128 of
+ *   Q4_K's 256 values) is refused: requantizing would change the model's numbers.
+ *
+ * The row-split products are partial sums; the model adds them over the ranks
+ * (Collective.allReduceSum) before the residual. Embeddings, norms and the output head are
+ * whole on every rank. N = 1 is the whole model, untouched.
+ */
+
+import { NeuronError } from "../common/errors.ts";
+import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
+import { rowBytes } from "../gguf/types.ts";
+import type { Collective } from "../backend/backend.ts";
+import type { Qwen3Hparams } from "./qwen3.ts";
+
+/** Which part of the model this process computes. */
+export interface Qwen3Shard {
+  rank: number;
+  size: number;
+  /** Sums the partial products over the ranks; required when size > 1. */
+  collective: Collective | null;
+}
+
+export const WHOLE_MODEL: Qwen3Shard = { rank: 0, size: 1, collective: null };
+
+/** The counts one rank holds. */
+export interface ShardDims {
+  nHeads: number;
+  nKvHeads: number;
+  nFf: number;
+}
+
+/** A model that cannot be split as asked; the message says which tensor or count and why. */
+export class ShardError extends NeuronError {
+  declare readonly code: "unshardable";
+
+  constructor(message: string) {
+    super("unshardable", message);
+  }
+}
+
+/** One rank's part of a tensor: its output rows, or its input columns. */
+export interface TensorSplit {
+  by: "rows" | "cols";
+  index: number;
+  parts: number;
+}
+
+/** The tensors split by input columns, whose split must keep quantization blocks whole. */
+function columnSplitTensors(hp: Qwen3Hparams): Array<{ name: string; cols: number }> {
+  return Array.from({ length: hp.nLayers }, (_, i) => [
+    { name: `blk.${i}.attn_output.weight`, cols: hp.nHeads * hp.headDim },
+    { name: `blk.${i}.ffn_down.weight`, cols: hp.nFf },
+  ]).flat();
+}
+
+/**
+ * The per-rank counts of splitting `hp` over `size` ranks, after checking that heads, KV
+ * heads and FFN columns divide evenly and that every column split keeps whole blocks.
+ */
+export function shardDims(file: GgufFile, hp: Qwen3Hparams, size: number): ShardDims {
+  if (!Number.isInteger(size) || size < 1) {
+    throw new ShardError(`tensor_parallel must be a positive integer, got ${size}`);
+  }
+  if (size === 1) return { nHeads: hp.nHeads, nKvHeads: hp.nKvHeads, nFf: hp.nFf };
+  const counts: Array<[string, number]> = [
+    ["attention heads", hp.nHeads],
+    ["KV heads", hp.nKvHeads],
+    ["FFN columns", hp.nFf],
+  ];
+  for (const [what, n] of counts) {
+    if (n % size !== 0) {
+      throw new ShardError(
+        `cannot split the model over ${size} ranks: its ${n} ${what} do not divide by ${size}`,
+      );
+    }
+  }
+  for (const { name, cols } of columnSplitTensors(hp)) {
+    const t = file.requireTensor(name);
+    const part = cols / size;
+    if (part % t.type.blockSize !== 0) {
+      throw new ShardError(
+        `cannot split ${name} (${t.type.name}) over ${size} ranks: ${part} of its ${cols} ` +
+          `input columns per rank is not a whole number of ${t.type.name} blocks ` +
+          `(${t.type.blockSize} values each), and requantizing would change the model`,
+      );
+    }
+  }
+  return { nHeads: hp.nHeads / size, nKvHeads: hp.nKvHeads / size, nFf: hp.nFf / size };
+}
+
+export interface SliceSource {
+  rows: number;
+  cols: number;
+  bytes: Uint8Array;
+  pointer: Deno.PointerObject;
+  transient: boolean;
+}
+
+/** The bytes of this rank's part of `t` (`cols` x `rows` as a whole). */
+export function sliceTensor(
+  file: GgufFile,
+  t: GgufTensorInfo,
+  rows: number,
+  cols: number,
+  split: TensorSplit,
+): SliceSource {
+  const rb = rowBytes(t.type, cols);
+  const data = file.data(t);
+  if (split.by === "rows") {
+    const n = rows / split.parts;
+    const start = split.index * n * rb;
+    return {
+      rows: n,
+      cols,
+      bytes: data.subarray(start, start + n * rb),
+      pointer: Deno.UnsafePointer.offset(file.pointer(t), start)!,
+      transient: false,
+    };
+  }
+  const n = cols / split.parts;
+  const partBytes = rowBytes(t.type, n);
+  const offset = split.index * partBytes;
+  const copy = new Uint8Array(rows * partBytes);
+  for (let r = 0; r < rows; r++) {
+    copy.set(data.subarray(r * rb + offset, r * rb + offset + partBytes), r * partBytes);
+  }
+  return {
+    rows,
+    cols: n,
+    bytes: copy,
+    pointer: Deno.UnsafePointer.of(copy)!,
+    transient: true,
+  };
+}

@@ -1,0 +1,334 @@
+/**
+ * The leader of a tensor-parallel model (rank 0, in the model's engine), seen by the engine
+ * as one more ModelRunner. Loading: spawn the workers, check they answer, rendezvous
+ * (`init`: the comm id to everyone, the leader joining concurrently), sanity-check the
+ * group, then every rank loads its shard. Each step fans the batch out, runs the leader's
+ * part (the only one that computes logits) and drains every worker's reply.
+ *
+ * Any failure of a step — a worker that died, missed the deadline or failed, or the
+ * leader's own part — breaks the group for good: caches may disagree between ranks, so the
+ * runner fails every later step with the same `tp_worker_failed` error, and the harness
+ * recovers the model by unloading and reloading it.
+ */
+
+import type { Backend } from "../backend/backend.ts";
+import { createBackend, type DeviceChoice } from "../backend/mod.ts";
+import { errorMessage } from "../common/errors.ts";
+import { log } from "../common/log.ts";
+import type { GgufFile } from "../gguf/mod.ts";
+import type { KvPoolSpec, ModelRunner, StepBatch } from "../engine/runner.ts";
+import { type Qwen3Hparams, readQwen3Hparams } from "../models/qwen3.ts";
+import { shardDims, ShardError } from "../models/qwen3_shard.ts";
+import { commIdToHex } from "./comm_id.ts";
+import type { Communicator } from "./communicator.ts";
+import { CpuCommunicator } from "./cpu_comm.ts";
+import { TpError } from "./errors.ts";
+import { NcclCommunicator, ncclUniqueId } from "./nccl.ts";
+import type { Reply, Request } from "./protocol.ts";
+import { ShardRunner } from "./shard_runner.ts";
+import { stepRequest } from "./step_message.ts";
+import { type WorkerCommand, workerCommand } from "./worker_command.ts";
+import { WorkerPool } from "./worker_pool.ts";
+
+const PING_DEADLINE_MS = 60_000;
+const INIT_DEADLINE_MS = 120_000;
+const LOAD_DEADLINE_MS = 1_800_000;
+const STEP_DEADLINE_MS = 120_000;
+const UNLOAD_DEADLINE_MS = 30_000;
+
+export interface TpRunnerOptions {
+  device: DeviceChoice;
+  /** CPU threads of the whole model (0: every core), shared out evenly between the ranks. */
+  threads: number;
+  tensorParallel: number;
+  /** The CUDA device of each rank (default 0..N-1). */
+  devices?: number[];
+  /** Milliseconds a step may take before the group is aborted. */
+  stepDeadlineMs?: number;
+  /** How to start a worker (default: this program in worker mode). */
+  workerCommand?: WorkerCommand;
+}
+
+/** Throws the first error reply of a fan-out as a TpError of its kind, naming the rank. */
+function expectOk(replies: Reply[], what: string): void {
+  replies.forEach((r, i) => {
+    if (r.op === "error") throw new TpError(r.kind, `${what} on rank ${i + 1}: ${r.message}`);
+  });
+}
+
+export class TpRunner implements ModelRunner {
+  readonly hparams: Qwen3Hparams;
+  readonly worldSize: number;
+  #failure: TpError | null = null;
+  #steps = 0;
+  #closed = false;
+
+  private constructor(
+    private readonly modelId: string,
+    private readonly backend: Backend,
+    private readonly comm: Communicator,
+    private readonly pool: WorkerPool,
+    private readonly shard: ShardRunner,
+    private readonly kv: KvPoolSpec,
+    private readonly stepDeadlineMs: number,
+  ) {
+    this.hparams = shard.model.hparams;
+    this.worldSize = comm.size;
+  }
+
+  /** Starts the group for the model in `file` with a KV pool of `kv` on every rank. */
+  static open(file: GgufFile, options: TpRunnerOptions, kv: KvPoolSpec): TpRunner {
+    const size = options.tensorParallel;
+    const devices = options.devices ?? Array.from({ length: size }, (_, i) => i);
+    if (devices.length !== size) {
+      throw new TpError("load_failed", `${devices.length} devices for ${size} ranks`);
+    }
+    if (file.path === undefined) {
+      throw new TpError(
+        "load_failed",
+        "tensor parallelism needs a model file its workers can open",
+      );
+    }
+    // Refused before any process starts: heads that do not divide, blocks a split would cut.
+    shardDims(file, readQwen3Hparams(file), size);
+    const total = options.threads > 0 ? options.threads : navigator.hardwareConcurrency || 1;
+    const threads = Math.max(1, Math.floor(total / size));
+    const backend = createBackend(options.device, { threads, cuda: { device: devices[0] } });
+    if (size > 1 && backend.allReduce === undefined) {
+      backend.close();
+      throw new ShardError(
+        `the ${backend.kind} backend cannot run a model split over ${size} ranks (no all-reduce)`,
+      );
+    }
+    const undo: Array<() => void> = [() => backend.close()];
+    const mlog = log.child({ model: file.path, tensor_parallel: size, device: backend.kind });
+    try {
+      const command = options.workerCommand ?? workerCommand;
+      const pool = WorkerPool.spawn(size, (rank) => command(rank, size, devices[rank]));
+      undo.push(() => pool.close());
+      TpRunner.#ping(pool, size, devices);
+      const comm = TpRunner.#rendezvous(pool, backend, size, devices[0]);
+      undo.push(() => comm.close());
+      TpRunner.#sanityCheck(pool, comm);
+      const shard = TpRunner.#loadShards(pool, comm, file, file.path, backend, threads, kv);
+      undo.push(() => shard.close());
+      mlog.info("tensor-parallel group ready", { devices });
+      return new TpRunner(
+        file.path,
+        backend,
+        comm,
+        pool,
+        shard,
+        kv,
+        options.stepDeadlineMs ?? STEP_DEADLINE_MS,
+      );
+    } catch (err) {
+      for (const u of undo.reverse()) u();
+      throw err;
+    }
+  }
+
+  static #ping(pool: WorkerPool, size: number, devices: number[]): void {
+    const { replies } = pool.fanOut({ op: "ping" }, () => null, { deadlineMs: PING_DEADLINE_MS });
+    expectOk(replies, "ping");
+    replies.forEach((r, i) => {
+      const want = { rank: i + 1, world_size: size, cuda_device: devices[i + 1] };
+      if (
+        r.op !== "pong" || r.rank !== want.rank || r.world_size !== want.world_size ||
+        r.cuda_device !== want.cuda_device
+      ) {
+        throw new TpError(
+          "tp_worker_failed",
+          `worker ${i + 1} answered ping with ${JSON.stringify(r)}, expected ${
+            JSON.stringify(want)
+          }`,
+        );
+      }
+    });
+  }
+
+  /** `init` to every worker while the leader joins too (joining blocks until all have). */
+  static #rendezvous(
+    pool: WorkerPool,
+    backend: Backend,
+    size: number,
+    device: number,
+  ): Communicator {
+    let comm: Communicator | null = null;
+    const join = (hex: string, leader: () => Communicator): void => {
+      const { replies } = pool.fanOut({ op: "init", comm_id: hex }, () => {
+        comm = leader();
+      }, { deadlineMs: INIT_DEADLINE_MS, abort: () => comm?.abort() });
+      expectOk(replies, "init");
+    };
+    try {
+      if (backend.kind === "cuda") {
+        const id = ncclUniqueId();
+        join(commIdToHex(id), () => NcclCommunicator.init(id, 0, size, { device }));
+      } else {
+        const { comm: cpu, id } = CpuCommunicator.create(size);
+        comm = cpu;
+        join(commIdToHex(id), () => {
+          cpu.arm(INIT_DEADLINE_MS);
+          cpu.join();
+          cpu.disarm();
+          return cpu;
+        });
+      }
+    } catch (err) {
+      (comm as Communicator | null)?.close();
+      throw err;
+    }
+    return comm!;
+  }
+
+  static #sanityCheck(pool: WorkerPool, comm: Communicator): void {
+    comm.arm(INIT_DEADLINE_MS);
+    try {
+      const { leader, replies } = pool.fanOut(
+        { op: "nccl_sanity_check" },
+        () => comm.sanityCheck(),
+        { deadlineMs: INIT_DEADLINE_MS, abort: () => comm.abort() },
+      );
+      expectOk(replies, "sanity check");
+      const observed = [
+        leader,
+        ...replies.map((r) => r.op === "nccl_sanity_result" ? r.observed_sum : NaN),
+      ];
+      const wrong = observed.findIndex((v) => v !== comm.size);
+      if (wrong >= 0) {
+        throw new TpError(
+          "nccl_sanity_failed",
+          `sanity check: rank ${wrong} observed ${observed[wrong]} after summing 1 over ` +
+            `${comm.size} ranks (every rank saw: ${observed.join(", ")})`,
+        );
+      }
+    } finally {
+      comm.disarm();
+    }
+  }
+
+  static #loadShards(
+    pool: WorkerPool,
+    comm: Communicator,
+    file: GgufFile,
+    path: string,
+    backend: Backend,
+    threads: number,
+    kv: KvPoolSpec,
+  ): ShardRunner {
+    let shard: ShardRunner | null = null;
+    const request: Request = {
+      op: "load_shard",
+      model_id: path,
+      model_path: path,
+      file_size: file.size,
+      device: backend.kind,
+      threads,
+      kv: { block_size: kv.blockSize, n_blocks: kv.nBlocks, dtype: kv.dtype },
+    };
+    try {
+      const { replies } = pool.fanOut(request, () => {
+        shard = ShardRunner.open(file, backend, { rank: 0, size: comm.size, collective: comm }, kv);
+      }, { deadlineMs: LOAD_DEADLINE_MS });
+      expectOk(replies, "loading the shard");
+    } catch (err) {
+      (shard as ShardRunner | null)?.close();
+      throw err;
+    }
+    return shard!;
+  }
+
+  get device(): string {
+    return this.backend.kind;
+  }
+
+  /** KV cache bytes of every rank together (each holds its heads' share). */
+  get kvBytes(): number {
+    return this.shard.cache.bytes * this.worldSize;
+  }
+
+  /** Steps run in lockstep so far. */
+  get steps(): number {
+    return this.#steps;
+  }
+
+  /** Why the group is broken, or null. */
+  get failure(): TpError | null {
+    return this.#failure;
+  }
+
+  forward(batch: StepBatch): Float32Array {
+    if (this.#closed) throw new TpError("tp_worker_failed", "the tensor-parallel group is closed");
+    if (this.#failure) throw this.#failure;
+    const request = stepRequest(this.modelId, batch.ids, batch.layout, this.kv.blockSize);
+    const comm = this.comm;
+    comm.arm(this.stepDeadlineMs);
+    try {
+      const { leader, replies } = this.pool.fanOut(
+        request,
+        () => this.shard.forward(batch.ids, batch.layout, batch.logitRows),
+        { deadlineMs: this.stepDeadlineMs, abort: () => comm.abort() },
+      );
+      comm.disarm();
+      if (comm.deadlineExpired) throw new TpError("tp_worker_failed", this.#deadlineMessage());
+      const step = this.#steps + 1;
+      replies.forEach((r, i) => {
+        if (r.op === "error") {
+          throw new TpError("tp_worker_failed", `rank ${i + 1} failed the step: ${r.message}`);
+        }
+        if (r.op === "generate_step_ok" && r.step !== undefined && r.step !== step) {
+          throw new TpError(
+            "tp_worker_failed",
+            `rank ${i + 1} is at step ${r.step}, the leader at ${step}: the ranks left lockstep`,
+          );
+        }
+      });
+      this.#steps = step;
+      return leader;
+    } catch (err) {
+      comm.disarm();
+      comm.abort();
+      throw this.#break(err);
+    }
+  }
+
+  #deadlineMessage(): string {
+    return `a tensor-parallel step took longer than ${this.stepDeadlineMs / 1000} s: ` +
+      "the group was aborted";
+  }
+
+  #break(err: unknown): TpError {
+    const message = this.comm.deadlineExpired
+      ? this.#deadlineMessage()
+      : err instanceof TpError && err.code === "tp_worker_failed"
+      ? err.message
+      : `the leader's part of a tensor-parallel step failed: ${errorMessage(err)}`;
+    this.#failure = new TpError("tp_worker_failed", message, { cause: err });
+    log.error("tensor-parallel group broken", { model: this.modelId, error: message });
+    return this.#failure;
+  }
+
+  /** Unloads every shard (`unload_model`), shuts the workers down and reaps them. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      if (!this.#failure && !this.pool.broken) {
+        const { replies } = this.pool.fanOut(
+          { op: "unload_model", model_id: this.modelId },
+          () => this.shard.close(),
+          { deadlineMs: UNLOAD_DEADLINE_MS },
+        );
+        expectOk(replies, "unload");
+      }
+    } catch (err) {
+      log.warn("tensor-parallel unload was not clean", { error: errorMessage(err) });
+    } finally {
+      this.pool.close();
+      this.shard.close();
+      this.comm.close();
+      this.backend.close();
+    }
+  }
+}
