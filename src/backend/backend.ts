@@ -179,6 +179,21 @@ export interface Backend {
    */
   bandwidthGBs?(): number;
 
+  /**
+   * Device-resident backends: fails, before anything is allocated, when `bytes` more would
+   * not fit in the device's free memory (the error carries the numbers).
+   */
+  ensureFits?(bytes: number, what?: string): void;
+
+  /** Device-resident backends: bytes this backend holds on the device now. */
+  deviceBytes?(): number;
+
+  /**
+   * The index of the largest value of each row, computed where the data lives: greedy
+   * decoding then copies back one integer per row instead of a whole row of logits.
+   */
+  argmaxRows?(a: Activation): Int32Array;
+
   /** Reads an activation back to the host. */
   read(a: Activation): Float32Array;
 

@@ -45,7 +45,7 @@ export function describeModel(
   kvBytes: number,
   device: string,
   tokenizer: Tokenizer,
-): ModelDescription {
+): Omit<ModelDescription, "deviceBytes"> {
   const has = (...texts: string[]): boolean =>
     texts.every((t) => tokenizer.tokenId(t) !== undefined);
   return {

@@ -21,12 +21,18 @@ import { EngineError } from "./errors.ts";
 import { BlockPool } from "./kv/block_pool.ts";
 import { Scheduler } from "./scheduler.ts";
 import type { EngineOptions, EngineStats, GenerateRequest, ModelDescription } from "./protocol.ts";
-import { topIds } from "./sampler.ts";
+import { type SampledToken, topIds } from "./sampler.ts";
 import { type EventSink, Sequence } from "./sequence.ts";
 import { describeModel } from "./describe.ts";
 import { type ModelRunner, openRunner } from "./runner.ts";
 
 const KV_BLOCK_SIZE = 16;
+
+/** A sequence's next token, and the raw top logits it asked to see. */
+interface Pick {
+  token: SampledToken;
+  top?: Array<[number, number]>;
+}
 /** Step budget while several sequences share the engine (see scheduler.ts). */
 const INTERACTIVE_BATCH_TOKENS = 64;
 
@@ -68,14 +74,17 @@ export class Engine {
       maxBatchTokens: options.maxBatchTokens,
       interactiveBatchTokens: Math.min(options.maxBatchTokens, INTERACTIVE_BATCH_TOKENS),
     });
-    this.description = describeModel(
-      file,
-      runner.hparams,
-      contextLength,
-      runner.kvBytes,
-      runner.device,
-      tokenizer,
-    );
+    this.description = {
+      ...describeModel(
+        file,
+        runner.hparams,
+        contextLength,
+        runner.kvBytes,
+        runner.device,
+        tokenizer,
+      ),
+      deviceBytes: runner.deviceBytes?.() ?? 0,
+    };
   }
 
   /** Opens the model file and builds everything; a failure releases what was built. */
@@ -106,6 +115,7 @@ export class Engine {
           threads: options.threads,
           tensorParallel: options.tensorParallel,
           devices: options.devices,
+          cuda: options.cuda,
         },
         { blockSize: KV_BLOCK_SIZE, nBlocks, dtype: options.kvDtype },
       );
@@ -195,26 +205,21 @@ export class Engine {
       slices.push({ rowStart, rowCount: run.count, blockTable: Int32Array.from(run.seq.blocks) });
     }
 
-    const started = performance.now();
-    const rows = this.#runner.forward({
+    const batch = {
       ids: Int32Array.from(ids),
       layout: { positions: Int32Array.from(positions), sequences: slices },
       logitRows: Int32Array.from(logitRows),
-    });
+    };
+    const sampling = runs.filter((r) => r.sample).map((r) => r.seq);
+    const argmaxOnly = this.#runner.forwardArgmax !== undefined &&
+      sampling.every((seq) => seq.sampler.plainGreedy && seq.topLogits === 0);
+    const started = performance.now();
+    const picks = argmaxOnly
+      ? Array.from(this.#runner.forwardArgmax!(batch), (id): Pick => ({ token: { id } }))
+      : this.#sample(this.#runner.forward(batch), sampling);
     this.#account(prefill, ids.length - prefill, (performance.now() - started) / 1000);
     this.#scheduler.complete(runs);
-
-    const vocab = this.#runner.hparams.vocabSize;
-    let row = 0;
-    for (const { seq, sample } of runs) {
-      if (!sample) continue;
-      const logits = rows.subarray(row * vocab, (row + 1) * vocab);
-      row++;
-      const top = seq.topLogits > 0
-        ? topIds(logits, seq.topLogits).map((id): [number, number] => [id, logits[id]])
-        : undefined;
-      seq.onToken(seq.sampler.sample(logits), top);
-    }
+    sampling.forEach((seq, i) => seq.onToken(picks[i].token, picks[i].top));
     this.#scheduler.retire();
   }
 
@@ -240,6 +245,18 @@ export class Engine {
     this.cancelAll();
     this.#runner.close();
     this.#file.close();
+  }
+
+  /** Samples each sequence's token from its row of `rows`. */
+  #sample(rows: Float32Array, sampling: Sequence[]): Pick[] {
+    const vocab = this.#runner.hparams.vocabSize;
+    return sampling.map((seq, i) => {
+      const logits = rows.subarray(i * vocab, (i + 1) * vocab);
+      const top = seq.topLogits > 0
+        ? topIds(logits, seq.topLogits).map((id): [number, number] => [id, logits[id]])
+        : undefined;
+      return { token: seq.sampler.sample(logits), top };
+    });
   }
 
   #all(): Sequence[] {

@@ -82,6 +82,8 @@ export interface ModelDescription {
   /** Bytes of weights (mapped) and of the KV cache. */
   weightBytes: number;
   kvBytes: number;
+  /** Bytes held on the GPU after loading (0 on the CPU). */
+  deviceBytes: number;
   vocabSize: number;
   device: string;
   hasToolCalls: boolean;
@@ -135,6 +137,8 @@ export interface EngineOptions {
   maxSequences: number;
   /** Tokens per step at most (prefill chunk size). */
   maxBatchTokens: number;
+  /** CUDA library names or paths ([cuda] of neuron.toml). */
+  cuda?: { libcuda?: string; libcublas?: string };
   /** KV cache pool size in bytes (never less than one full context; absent = that). */
   kvBudgetBytes?: number;
   kvDtype: "f16" | "f32";

@@ -5,10 +5,10 @@
  * only decides *what* runs each step (scheduling, cache blocks, sampling).
  */
 
-import type { Backend, KvCache, KvDType, StepLayout } from "../backend/backend.ts";
+import type { Backend, KvCache, KvCacheSpec, KvDType, StepLayout } from "../backend/backend.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import type { GgufFile } from "../gguf/mod.ts";
-import { type Qwen3Hparams, Qwen3Model } from "../models/qwen3.ts";
+import { type Qwen3Hparams, Qwen3Model, readQwen3Hparams } from "../models/qwen3.ts";
 import { TpRunner } from "../tp/mod.ts";
 
 export interface StepBatch {
@@ -33,12 +33,21 @@ export interface ModelRunner {
   readonly kvBytes: number;
   /** Runs one step; returns `logitRows.length` rows of `vocabSize` logits. */
   forward(batch: StepBatch): Float32Array;
+  /**
+   * Runs one step and returns only each logit row's argmax, where the runner can compute it
+   * without copying logits back (a GPU); absent otherwise.
+   */
+  forwardArgmax?(batch: StepBatch): Int32Array;
+  /** Bytes held on the device (weights, cache, scratch), for device-resident runners. */
+  deviceBytes?(): number;
   close(): void;
 }
 
 export interface LocalRunnerOptions {
   device: DeviceChoice;
   threads: number;
+  /** Where the CUDA libraries are ([cuda] of neuron.toml). */
+  cuda?: { libcuda?: string; libcublas?: string };
   /** Ranks the model is split over (tensor parallelism); 1 or absent: this thread alone. */
   tensorParallel?: number;
   /** The CUDA device of each rank. */
@@ -47,6 +56,7 @@ export interface LocalRunnerOptions {
 
 export class LocalRunner implements ModelRunner {
   readonly hparams: Qwen3Hparams;
+  readonly forwardArgmax?: (batch: StepBatch) => Int32Array;
 
   private constructor(
     private readonly backend: Backend,
@@ -54,21 +64,32 @@ export class LocalRunner implements ModelRunner {
     private readonly cache: KvCache,
   ) {
     this.hparams = model.hparams;
+    const argmaxRows = backend.argmaxRows?.bind(backend);
+    if (argmaxRows !== undefined) {
+      this.forwardArgmax = (batch) => {
+        const logits = model.forward(batch.ids, batch.layout, cache, batch.logitRows);
+        return batch.logitRows.length === 0 ? new Int32Array(0) : argmaxRows(logits);
+      };
+    }
   }
 
   /** Binds the model in `file` to a new backend with a KV pool of `kv`. */
   static open(file: GgufFile, options: LocalRunnerOptions, kv: KvPoolSpec): LocalRunner {
-    const backend = createBackend(options.device, { threads: options.threads });
+    const backend = createBackend(options.device, {
+      threads: options.threads,
+      cuda: { ...options.cuda, device: options.devices?.[0] ?? 0 },
+    });
     try {
-      const model = Qwen3Model.load(file, backend);
-      const hp = model.hparams;
-      const cache = backend.createKvCache({
+      const hp = readQwen3Hparams(file);
+      const kvSpec = {
         nLayers: hp.nLayers,
         nKvHeads: hp.nKvHeads,
         headDim: hp.headDim,
         ...kv,
-      });
-      return new LocalRunner(backend, model, cache);
+      };
+      backend.ensureFits?.(weightBytes(file) + kvBytes(kvSpec), "the model and its KV cache");
+      const model = Qwen3Model.load(file, backend);
+      return new LocalRunner(backend, model, backend.createKvCache(kvSpec));
     } catch (err) {
       backend.close();
       throw err;
@@ -86,6 +107,10 @@ export class LocalRunner implements ModelRunner {
   forward(batch: StepBatch): Float32Array {
     const logits = this.model.forward(batch.ids, batch.layout, this.cache, batch.logitRows);
     return batch.logitRows.length === 0 ? new Float32Array(0) : this.backend.read(logits);
+  }
+
+  deviceBytes(): number {
+    return this.backend.deviceBytes?.() ?? 0;
   }
 
   close(): void {
@@ -106,4 +131,13 @@ export function openRunner(
   const tensorParallel = options.tensorParallel ?? 1;
   if (tensorParallel > 1) return TpRunner.open(file, { ...options, tensorParallel }, kv);
   return LocalRunner.open(file, options, kv);
+}
+
+function weightBytes(file: GgufFile): number {
+  return file.tensors.reduce((sum, t) => sum + t.nBytes, 0);
+}
+
+function kvBytes(spec: KvCacheSpec): number {
+  const perToken = 2 * spec.nLayers * spec.nKvHeads * spec.headDim * (spec.dtype === "f16" ? 2 : 4);
+  return spec.nBlocks * spec.blockSize * perToken;
 }

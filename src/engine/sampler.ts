@@ -82,6 +82,14 @@ export class Sampler {
     for (let i = 0; i < promptIds.length; i++) this.#seen.add(promptIds[i]);
   }
 
+  /** Greedy with nothing to report and nothing to adjust: the argmax alone decides. */
+  get plainGreedy(): boolean {
+    const p = this.#params;
+    return p.temperature <= 0 && !p.logprobs && p.topLogprobs === 0 &&
+      (p.logitBias === undefined || p.logitBias.size === 0) && p.repetitionPenalty === 1 &&
+      p.presencePenalty === 0 && p.frequencyPenalty === 0;
+  }
+
   /** Records a token that became part of the output (penalties see it from now on). */
   accept(id: number): void {
     this.#generated.set(id, (this.#generated.get(id) ?? 0) + 1);

@@ -45,7 +45,7 @@ export class HarnessRegistry {
     return new HarnessRegistry(
       config.harnesses.map((entry) =>
         NATIVE_NAMES.includes(entry.name)
-          ? new NativeHarness(entry.name, nativeConfig(config), ctx)
+          ? new NativeHarness(entry.name, nativeConfig(config), ctx, config.cuda)
           : new ExternalHarness(entry, config.systemd.systemctl, ctx)
       ),
     );

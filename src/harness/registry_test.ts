@@ -115,9 +115,15 @@ Deno.test("registry: unload goes to the owning harness; unknown ids are model_no
 
 Deno.test("registry: candle and native name the same harness; unknown names are refused", async () => {
   // Offline with an empty cache: the hub repository cannot be had, deterministically.
-  const native = new NativeHarness("candle", nativeSchema.parse({}), {
-    selfUrl: () => "http://localhost:13131",
-  }, { HF_HUB_OFFLINE: "1", HF_HUB_CACHE: "/nonexistent/neuron-test-cache" });
+  const native = new NativeHarness(
+    "candle",
+    nativeSchema.parse({}),
+    {
+      selfUrl: () => "http://localhost:13131",
+    },
+    undefined,
+    { HF_HUB_OFFLINE: "1", HF_HUB_CACHE: "/nonexistent/neuron-test-cache" },
+  );
   const reg = new HarnessRegistry([native, new ScriptedHarness("ext")]);
   assertEquals(reg.get("native"), native);
   assertEquals(reg.get("candle"), native);

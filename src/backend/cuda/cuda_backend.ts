@@ -88,6 +88,10 @@ export class CudaBackend implements Backend {
     ensureFits(this.#live(), bytes, what);
   }
 
+  deviceBytes(): number {
+    return this.memoryUsage().total;
+  }
+
   memoryUsage(): MemoryUsage {
     return this.#live().memory.usage();
   }

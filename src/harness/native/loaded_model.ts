@@ -75,13 +75,14 @@ export class LoadedModel {
   info(): ModelInfo {
     const d = this.host.description;
     const bytes = d.weightBytes + d.kvBytes;
+    const onDevice = d.deviceBytes > 0 ? d.deviceBytes : bytes;
     const status = this.status;
     return {
       id: this.id,
       harness: this.#harness,
       status,
       devices: this.devices,
-      vram_used_mb: this.onGpu ? Math.round(bytes / MIB) : null,
+      vram_used_mb: this.onGpu ? Math.round(onDevice / MIB) : null,
       capabilities: ["text"],
       limit: { context: d.contextLength, output: d.contextLength },
       tool_call: d.hasToolCalls,

@@ -4,7 +4,7 @@
  * OpenAI routes for them with admission control.
  */
 
-import type { ModelSpec, NativeConfig } from "../../config/mod.ts";
+import type { CudaConfig, ModelSpec, NativeConfig } from "../../config/mod.ts";
 import { errorMessage, NeuronError } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
 import { EngineHost } from "../../engine/mod.ts";
@@ -46,14 +46,18 @@ export class NativeHarness implements Harness {
   readonly #loading = new Map<string, Loading>();
   readonly #closing = new AbortController();
 
+  readonly #cuda: CudaConfig | undefined;
+
   constructor(
     name: string,
     config: NativeConfig,
     ctx: HarnessContext,
+    cuda?: CudaConfig,
     env: Record<string, string> = Deno.env.toObject(),
   ) {
     this.name = name;
     this.#config = config;
+    this.#cuda = cuda;
     this.#ctx = ctx;
     this.#env = env;
   }
@@ -167,6 +171,7 @@ export class NativeHarness implements Harness {
         maxSequences: this.#config.admission.max_in_flight,
         maxBatchTokens: MAX_BATCH_TOKENS,
         kvBudgetBytes: (this.#config.kv_budget_mb ?? 0) * 1024 * 1024,
+        cuda: this.#cuda && { libcuda: this.#cuda.libcuda, libcublas: this.#cuda.libcublas },
         kvDtype: "f16",
       });
     } catch (err) {
