@@ -1,6 +1,6 @@
 import { errorMessage } from "../../common/errors.ts";
 import { cString } from "./cstr.ts";
-import { cuResultName } from "./cu_result.ts";
+import { cuResultName } from "../cuda/cu_result.ts";
 import { type DeviceInfo, MIB } from "./types.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../../../tests/support/assert.ts";
-import { cuResultName } from "./cu_result.ts";
+import { cuResultName } from "../cuda/cu_result.ts";
 import { cudaVersionString } from "./cuda.ts";
 import { DeviceProbe } from "./probe.ts";
 
@@ -60,11 +60,11 @@ async function build(dir: string, name: string, source: string, defines: string[
 }
 
 Deno.test("CUresult numbers map to cuda.h names", () => {
-  assertEquals(cuResultName(0), "CUDA_SUCCESS (0)");
-  assertEquals(cuResultName(100), "CUDA_ERROR_NO_DEVICE (100)");
-  assertEquals(cuResultName(34), "CUDA_ERROR_STUB_LIBRARY (34)");
-  assertEquals(cuResultName(803), "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803)");
-  assertEquals(cuResultName(999), "CUDA_ERROR_UNKNOWN (999)");
+  assertEquals(cuResultName(0), "CUDA_SUCCESS");
+  assertEquals(cuResultName(100), "CUDA_ERROR_NO_DEVICE");
+  assertEquals(cuResultName(34), "CUDA_ERROR_STUB_LIBRARY");
+  assertEquals(cuResultName(803), "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH");
+  assertEquals(cuResultName(999), "CUDA_ERROR_UNKNOWN");
   assertEquals(cuResultName(4242), "CUresult 4242");
   assertEquals(cudaVersionString(13000), "13.0");
   assertEquals(cudaVersionString(12080), "12.8");
@@ -111,7 +111,7 @@ Deno.test("a driver whose cuInit fails: reason set, no devices, never throws", a
     const d = probe.discovery();
     assertEquals(d.devices, []);
     assertEquals(d.cuda_version, null);
-    assertEquals(d.cuda_unavailable_reason, `${lib}: cuInit failed: CUDA_ERROR_NO_DEVICE (100)`);
+    assertEquals(d.cuda_unavailable_reason, `${lib}: cuInit failed: CUDA_ERROR_NO_DEVICE`);
     assertEquals(probe.health(), []);
   } finally {
     await Deno.remove(dir, { recursive: true });
