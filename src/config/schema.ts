@@ -32,6 +32,7 @@ export const nativeSchema = z.strictObject({
   device: z.enum(["auto", "cpu", "cuda", "reference"]).default("auto"),
   context_length: z.int().min(1).optional(),
   kv_budget_mb: z.int().min(1).optional(),
+  step_target_ms: z.int().min(1).max(60_000).default(150),
   sources: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/), sourceSchema).default({}),
   admission: admissionSchema.prefault({}),
 });

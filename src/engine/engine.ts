@@ -20,6 +20,7 @@ import { loadTokenizer, type Tokenizer } from "../tokenizer/mod.ts";
 import { EngineError } from "./errors.ts";
 import { BlockPool } from "./kv/block_pool.ts";
 import { Scheduler } from "./scheduler.ts";
+import { StepBudget } from "./step_budget.ts";
 import type { EngineOptions, EngineStats, GenerateRequest, ModelDescription } from "./protocol.ts";
 import { type SampledToken, topIds } from "./sampler.ts";
 import { type EventSink, Sequence } from "./sequence.ts";
@@ -33,8 +34,9 @@ interface Pick {
   token: SampledToken;
   top?: Array<[number, number]>;
 }
-/** Step budget while several sequences share the engine (see scheduler.ts). */
-const INTERACTIVE_BATCH_TOKENS = 64;
+/** How long a step may take when it carries prompt chunks (see step_budget.ts). */
+const DEFAULT_STEP_TARGET_MS = 150;
+const MIN_STEP_TOKENS = 16;
 
 export class Engine {
   readonly description: ModelDescription;
@@ -44,6 +46,7 @@ export class Engine {
   readonly #template: ChatTemplate | null;
   readonly #pool: BlockPool;
   readonly #scheduler: Scheduler;
+  readonly #budget: StepBudget;
   readonly #contextLength: number;
   readonly #stats = {
     prefillTokens: 0,
@@ -69,11 +72,12 @@ export class Engine {
     this.#contextLength = contextLength;
     this.#tokenizer = tokenizer;
     this.#template = template;
-    this.#scheduler = new Scheduler(pool, {
-      maxSequences: Math.max(1, options.maxSequences),
-      maxBatchTokens: options.maxBatchTokens,
-      interactiveBatchTokens: Math.min(options.maxBatchTokens, INTERACTIVE_BATCH_TOKENS),
-    });
+    this.#scheduler = new Scheduler(pool, { maxSequences: Math.max(1, options.maxSequences) });
+    this.#budget = new StepBudget(
+      options.stepTargetMs ?? DEFAULT_STEP_TARGET_MS,
+      Math.min(MIN_STEP_TOKENS, options.maxBatchTokens),
+      options.maxBatchTokens,
+    );
     this.description = {
       ...describeModel(
         file,
@@ -186,7 +190,7 @@ export class Engine {
 
   /** Runs one forward pass over the scheduled tokens and samples where due. */
   step(): void {
-    const runs = this.#scheduler.schedule();
+    const runs = this.#scheduler.schedule(this.#budget.tokens());
     if (runs.length === 0) return;
 
     const ids: number[] = [];
@@ -217,7 +221,9 @@ export class Engine {
     const picks = argmaxOnly
       ? Array.from(this.#runner.forwardArgmax!(batch), (id): Pick => ({ token: { id } }))
       : this.#sample(this.#runner.forward(batch), sampling);
-    this.#account(prefill, ids.length - prefill, (performance.now() - started) / 1000);
+    const seconds = (performance.now() - started) / 1000;
+    this.#account(prefill, ids.length - prefill, seconds);
+    this.#budget.observe(ids.length, seconds);
     this.#scheduler.complete(runs);
     sampling.forEach((seq, i) => seq.onToken(picks[i].token, picks[i].top));
     this.#scheduler.retire();

@@ -137,6 +137,8 @@ export interface EngineOptions {
   maxSequences: number;
   /** Tokens per step at most (prefill chunk size). */
   maxBatchTokens: number;
+  /** Steps carrying prompt chunks are sized to take about this long (default 150 ms). */
+  stepTargetMs?: number;
   /** CUDA library names or paths ([cuda] of neuron.toml). */
   cuda?: { libcuda?: string; libcublas?: string };
   /** KV cache pool size in bytes (never less than one full context; absent = that). */

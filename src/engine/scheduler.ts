@@ -4,9 +4,9 @@
  * 1. every decoding sequence feeds its last token (they are never starved);
  * 2. waiting requests are admitted in arrival order while there are sequence slots and
  *    cache blocks for their prompt, reusing any cached prefix;
- * 3. prompts are fed in chunks, shortest remaining first, within a token budget: the full
- *    budget when one prompt has the machine to itself, a small one when others are
- *    decoding or waiting, so nobody's next token waits behind a long prefill.
+ * 3. prompts are fed in chunks, shortest remaining first, within the step's token budget
+ *    (step_budget.ts sizes it so a step takes a bounded time), so nobody's next token
+ *    waits behind a long prefill.
  *
  * Cache blocks are taken as positions are reached. When the pool runs dry, the most
  * recently admitted sequence is preempted: its blocks are released and it goes back to the
@@ -20,10 +20,6 @@ import type { Sequence } from "./sequence.ts";
 export interface SchedulerOptions {
   /** Sequences decoded together at most. */
   maxSequences: number;
-  /** Tokens per step when a single prompt runs alone. */
-  maxBatchTokens: number;
-  /** Tokens per step while other sequences decode or wait. */
-  interactiveBatchTokens: number;
 }
 
 /** One sequence's share of a step: tokens [start, start + count) of its `tokens`. */
@@ -60,8 +56,8 @@ export class Scheduler {
     this.#releaseBlocks(seq);
   }
 
-  /** Plans the next step. */
-  schedule(): ScheduledRun[] {
+  /** Plans the next step, feeding prompts at most `budget` tokens (decodes come first). */
+  schedule(budgetTokens: number): ScheduledRun[] {
     const runs: ScheduledRun[] = [];
     for (const seq of [...this.running]) {
       if (seq.prefilling || !this.running.includes(seq)) continue;
@@ -73,9 +69,7 @@ export class Scheduler {
 
     const prefilling = this.running.filter((s) => s.prefilling)
       .sort((a, b) => a.uncached - b.uncached);
-    const alone = runs.length === 0 && prefilling.length <= 1 && this.waiting.length === 0;
-    let budget = (alone ? this.options.maxBatchTokens : this.options.interactiveBatchTokens) -
-      runs.length;
+    let budget = budgetTokens - runs.length;
     let capped = false;
     for (const seq of prefilling) {
       if (budget <= 0) break;
