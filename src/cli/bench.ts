@@ -1,5 +1,3 @@
-import { parseArgs } from "node:util";
-import { errorMessage } from "../common/errors.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import { openGguf } from "../gguf/mod.ts";
 import { quantizationOf } from "../engine/describe.ts";
@@ -12,7 +10,7 @@ import {
   syntheticModel,
 } from "../bench/synthetic.ts";
 import { printServing, runServing } from "../bench/serving_report.ts";
-import { type Command, EXIT_OK } from "./command.ts";
+import { type Command, EXIT_OK, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
@@ -83,29 +81,24 @@ function rate(m: Measurement): string {
 export const benchCommand: Command = {
   summary: "measure prompt and generation speed (llama-bench style)",
   async run(args: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args,
-        strict: true,
-        allowPositionals: false,
-        options: {
-          model: { type: "string", short: "m" },
-          synthetic: { type: "string" },
-          quant: { type: "string" },
-          prompt: { type: "string", short: "p" },
-          gen: { type: "string", short: "n" },
-          reps: { type: "string", short: "r" },
-          threads: { type: "string", short: "t" },
-          device: { type: "string" },
-          concurrency: { type: "string", short: "c" },
-          json: { type: "boolean" },
-          help: { type: "boolean", short: "h" },
-        },
-      });
-    } catch (err) {
-      throw new UsageError(errorMessage(err));
-    }
+    const parsed = parseFlags({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        model: { type: "string", short: "m" },
+        synthetic: { type: "string" },
+        quant: { type: "string" },
+        prompt: { type: "string", short: "p" },
+        gen: { type: "string", short: "n" },
+        reps: { type: "string", short: "r" },
+        threads: { type: "string", short: "t" },
+        device: { type: "string" },
+        concurrency: { type: "string", short: "c" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
     const { values } = parsed;
     if (values.help) {
       console.log(HELP);

@@ -1,8 +1,6 @@
-import { parseArgs } from "node:util";
-import { errorMessage } from "../common/errors.ts";
 import { openGguf } from "../gguf/mod.ts";
 import { loadTokenizer } from "../tokenizer/mod.ts";
-import { type Command, EXIT_OK } from "./command.ts";
+import { type Command, EXIT_OK, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron detokenize --model FILE [--skip-special] IDS...
@@ -18,21 +16,16 @@ Reads only the file's metadata.
 export const detokenizeCommand: Command = {
   summary: "print the text of token ids",
   async run(args: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args,
-        strict: true,
-        allowPositionals: true,
-        options: {
-          model: { type: "string", short: "m" },
-          "skip-special": { type: "boolean" },
-          help: { type: "boolean", short: "h" },
-        },
-      });
-    } catch (err) {
-      throw new UsageError(errorMessage(err));
-    }
+    const parsed = parseFlags({
+      args,
+      strict: true,
+      allowPositionals: true,
+      options: {
+        model: { type: "string", short: "m" },
+        "skip-special": { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
     const { values, positionals } = parsed;
     if (values.help) {
       console.log(HELP);

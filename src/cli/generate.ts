@@ -1,10 +1,9 @@
-import { parseArgs } from "node:util";
 import { errorMessage } from "../common/errors.ts";
 import { Engine } from "../engine/engine.ts";
 import type { EngineEvent, GenerateRequest, Prompt } from "../engine/protocol.ts";
 import { GREEDY } from "../engine/sampler.ts";
 import { parseMessages } from "../chat/mod.ts";
-import { type Command, EXIT_OK, EXIT_RUNTIME } from "./command.ts";
+import { type Command, EXIT_OK, EXIT_RUNTIME, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron generate --model FILE (--tokens IDS | --prompt TEXT | --messages FILE)
@@ -63,31 +62,26 @@ function promptFrom(values: { tokens?: string; prompt?: string; messages?: strin
 export const generateCommand: Command = {
   summary: "generate text from a prompt with a local model",
   run(args: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args,
-        strict: true,
-        allowPositionals: false,
-        options: {
-          model: { type: "string", short: "m" },
-          tokens: { type: "string" },
-          prompt: { type: "string", short: "p" },
-          messages: { type: "string" },
-          "max-tokens": { type: "string", short: "n" },
-          temperature: { type: "string" },
-          seed: { type: "string" },
-          "top-logits": { type: "string" },
-          "ignore-eos": { type: "boolean" },
-          device: { type: "string" },
-          threads: { type: "string", short: "t" },
-          json: { type: "boolean" },
-          help: { type: "boolean", short: "h" },
-        },
-      });
-    } catch (err) {
-      throw new UsageError(errorMessage(err));
-    }
+    const parsed = parseFlags({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        model: { type: "string", short: "m" },
+        tokens: { type: "string" },
+        prompt: { type: "string", short: "p" },
+        messages: { type: "string" },
+        "max-tokens": { type: "string", short: "n" },
+        temperature: { type: "string" },
+        seed: { type: "string" },
+        "top-logits": { type: "string" },
+        "ignore-eos": { type: "boolean" },
+        device: { type: "string" },
+        threads: { type: "string", short: "t" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
     const { values } = parsed;
     if (values.help) {
       console.log(HELP);

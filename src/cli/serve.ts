@@ -1,9 +1,8 @@
-import { parseArgs } from "node:util";
 import { errorMessage } from "../common/errors.ts";
 import { isLogLevel, log, setLogLevel } from "../common/log.ts";
 import { loadConfig } from "../config/mod.ts";
 import { startNode } from "../server/mod.ts";
-import { type Command, EXIT_OK, EXIT_RUNTIME } from "./command.ts";
+import { type Command, EXIT_OK, EXIT_RUNTIME, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron [serve] [--config FILE] [-p PORT] [--host ADDR] [--log-level LEVEL]
@@ -28,23 +27,18 @@ interface ServeArgs {
 }
 
 function parse(args: string[]): ServeArgs {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        config: { type: "string", short: "c" },
-        port: { type: "string", short: "p" },
-        host: { type: "string" },
-        "log-level": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (err) {
-    throw new UsageError(errorMessage(err));
-  }
+  const { values } = parseFlags({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      config: { type: "string", short: "c" },
+      port: { type: "string", short: "p" },
+      host: { type: "string" },
+      "log-level": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   let port: number | undefined;
   if (values.port !== undefined) {
     port = /^\d+$/.test(values.port) ? Number(values.port) : NaN;

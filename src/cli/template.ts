@@ -1,8 +1,7 @@
-import { parseArgs } from "node:util";
 import { errorMessage } from "../common/errors.ts";
 import { openGguf } from "../gguf/mod.ts";
 import { ChatError, chatTemplateFromGguf, parseMessages, parseTools } from "../chat/mod.ts";
-import { type Command, EXIT_OK } from "./command.ts";
+import { type Command, EXIT_OK, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron template --model FILE --messages FILE.json [--tools FILE.json]
@@ -47,24 +46,19 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export const templateCommand: Command = {
   summary: "print a conversation rendered with the model's chat template",
   async run(args: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args,
-        strict: true,
-        allowPositionals: false,
-        options: {
-          model: { type: "string", short: "m" },
-          messages: { type: "string" },
-          tools: { type: "string" },
-          kwargs: { type: "string" },
-          "no-generation-prompt": { type: "boolean" },
-          help: { type: "boolean", short: "h" },
-        },
-      });
-    } catch (err) {
-      throw new UsageError(errorMessage(err));
-    }
+    const parsed = parseFlags({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        model: { type: "string", short: "m" },
+        messages: { type: "string" },
+        tools: { type: "string" },
+        kwargs: { type: "string" },
+        "no-generation-prompt": { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
     const { values } = parsed;
     if (values.help) {
       console.log(HELP);

@@ -1,8 +1,6 @@
-import { parseArgs } from "node:util";
-import { errorMessage } from "../common/errors.ts";
 import { openGguf } from "../gguf/mod.ts";
 import { loadTokenizer } from "../tokenizer/mod.ts";
-import { type Command, EXIT_OK } from "./command.ts";
+import { type Command, EXIT_OK, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron tokenize --model FILE [--special] [--json] TEXT|-
@@ -19,22 +17,17 @@ vocabulary asks for them. Reads only the file's metadata.
 export const tokenizeCommand: Command = {
   summary: "print the token ids of a text",
   async run(args: string[]): Promise<number> {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args,
-        strict: true,
-        allowPositionals: true,
-        options: {
-          model: { type: "string", short: "m" },
-          special: { type: "boolean" },
-          json: { type: "boolean" },
-          help: { type: "boolean", short: "h" },
-        },
-      });
-    } catch (err) {
-      throw new UsageError(errorMessage(err));
-    }
+    const parsed = parseFlags({
+      args,
+      strict: true,
+      allowPositionals: true,
+      options: {
+        model: { type: "string", short: "m" },
+        special: { type: "boolean" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
     const { values, positionals } = parsed;
     if (values.help) {
       console.log(HELP);

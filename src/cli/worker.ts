@@ -1,7 +1,5 @@
-import { parseArgs } from "node:util";
-import { errorMessage } from "../common/errors.ts";
 import { runWorker } from "../tp/mod.ts";
-import type { Command } from "./command.ts";
+import { type Command, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron --worker --rank R --tp-size W --cuda-device D
@@ -25,23 +23,18 @@ function intFlag(values: Record<string, unknown>, name: string, min: number): nu
 export const workerCommand: Command = {
   summary: "tensor-parallel worker process (started by the node itself)",
   run(args: string[]): Promise<number> {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args,
-        strict: true,
-        allowPositionals: false,
-        options: {
-          worker: { type: "boolean" },
-          rank: { type: "string" },
-          "tp-size": { type: "string" },
-          "cuda-device": { type: "string" },
-          help: { type: "boolean", short: "h" },
-        },
-      }));
-    } catch (err) {
-      throw new UsageError(`worker mode: ${errorMessage(err)}`);
-    }
+    const { values } = parseFlags({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        worker: { type: "boolean" },
+        rank: { type: "string" },
+        "tp-size": { type: "string" },
+        "cuda-device": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }, "worker mode");
     if (values.help) {
       console.log(HELP);
       return Promise.resolve(0);
