@@ -8,6 +8,9 @@
 
 #include "isa_common.h"
 #include "isa_exp.h"
+#if defined(__AVX512F__)
+#include "kern_avx512.h"
+#endif
 
 #if defined(__AVX512F__)
 #define DIRECT_F16 1
@@ -104,6 +107,9 @@ static inline void tile_rows(const nk_attn *a, const void *cache, int64_t p0, in
 }
 
 void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t, int64_t kvh, float *scratch) {
+#if defined(__AVX512F__)
+  if (nk_attend_avx512(a, t, kvh, scratch)) return;
+#endif
   const int64_t d = a->head_dim;
   const int64_t g_n = a->n_heads / a->n_kv_heads;
   const int64_t len = (int64_t)a->positions[t] + 1;

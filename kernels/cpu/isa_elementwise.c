@@ -27,7 +27,25 @@ void NK_FN(nk_rmsnorm_row)(float *out, const float *x, const float *w, int64_t d
 }
 
 void NK_FN(nk_silu_mul)(float *out, const float *gate, const float *up, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = nk_exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    _mm512_storeu_ps(out + i,
+                     _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(up + i)));
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 e = nk_exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    _mm256_storeu_ps(out + i,
+                     _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+#endif
+  for (; i < n; i++) {
     const float g = gate[i];
     out[i] = g / (1.0f + nk_expf(-g)) * up[i];
   }
@@ -57,6 +75,17 @@ void NK_FN(nk_rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t p
       v[i + half] = x0 * sin_t[i] + x1 * cos_t[i];
     }
   }
+}
+
+void NK_FN(nk_f16_store)(uint16_t *dst, const float *src, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128((__m128i *)(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+#endif
+  for (; i < n; i++) dst[i] = nk_f32_to_f16_1(src[i]);
 }
 
 double NK_FN(nk_read_sum)(const float *p, int64_t n) {

@@ -1,6 +1,7 @@
 /* The operation table of one dispatch level. */
 #include "isa_common.h"
 
+
 #define NK_TABLE NK_CAT(nk_ops, NK_ISA_NAME)
 
 #if defined(__AVX512F__)
@@ -26,5 +27,7 @@ const nk_isa_ops NK_TABLE = {
     .add = NK_FN(nk_add),
     .rope_token = NK_FN(nk_rope_token),
     .attend_item = NK_FN(nk_attend_item),
+    .f16_store = NK_FN(nk_f16_store),
+    .argmax_span = NK_FN(nk_argmax_span),
     .read_sum = NK_FN(nk_read_sum),
 };

@@ -70,6 +70,7 @@ static inline __attribute__((always_inline)) void qdot_row(const nk_mm *mm, int6
 void nk_qdot_rows_avx2(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
   const int wide = mm->tr->wide;
   for (int64_t r = r0; r < r1; r++) {
+    nk_prefetch_row(mm, r);
     switch (nt + 4 * wide) {
       case 1: qdot_row(mm, r, t0, 1, 0); break;
       case 2: qdot_row(mm, r, t0, 2, 0); break;
@@ -125,6 +126,7 @@ static inline __attribute__((always_inline)) void fdot_row(const nk_mm *mm, int6
 
 void nk_fdot_rows_avx2(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
   for (int64_t r = r0; r < r1; r++) {
+    nk_prefetch_row(mm, r);
     switch (nt) {
       case 1: fdot_row(mm, r, t0, 1); break;
       case 2: fdot_row(mm, r, t0, 2); break;

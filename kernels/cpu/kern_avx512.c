@@ -61,6 +61,7 @@ static inline __attribute__((always_inline)) void qdot_row(const nk_mm *mm, int6
 void nk_qdot_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
   if (nk_qdot_fused_avx512(mm, r0, r1, t0, nt) || nk_qdot_legacy_avx512(mm, r0, r1, t0, nt)) return;
   for (int64_t r = r0; r < r1; r++) {
+    nk_prefetch_row(mm, r);
     switch (nt) {
       case 1: qdot_row(mm, r, t0, 1); break;
       case 2: qdot_row(mm, r, t0, 2); break;
@@ -98,6 +99,7 @@ static inline __attribute__((always_inline)) void fdot_row(const nk_mm *mm, int6
 
 void nk_fdot_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
   for (int64_t r = r0; r < r1; r++) {
+    nk_prefetch_row(mm, r);
     switch (nt) {
       case 1: fdot_row(mm, r, t0, 1); break;
       case 2: fdot_row(mm, r, t0, 2); break;

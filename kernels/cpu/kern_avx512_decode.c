@@ -44,6 +44,7 @@ static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int6
   int64_t b = 0;
   for (; b + 16 <= nb; b += 16) {
     const uint8_t *blk = row + b * 34;
+    nk_prefetch_ahead(blk, 16 * 34);
     const __m512i dbits = _mm512_i32gather_epi32(offsets, blk, 1);
     const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dbits));
     __m512 sc[4];
@@ -126,6 +127,7 @@ static inline __attribute__((always_inline)) void q45_k_row(const nk_mm *mm, int
   }
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = row + i * (five ? 176 : 144);
+    nk_prefetch_ahead(blk, five ? 176 : 144);
     const float d = f16_at(blk), dmin = f16_at(blk + 2);
     const __m128i packed = k4_scales_mins(blk + 4);
     const __m256 scd =
@@ -194,6 +196,7 @@ static inline __attribute__((always_inline)) void q6_k_row(const nk_mm *mm, int6
   for (int j = 0; j < nt; j++) acc[j][0] = acc[j][1] = corr[j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = row + i * 210;
+    nk_prefetch_ahead(blk, 210);
     const __m512 scf = _mm512_mul_ps(
         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))),
         _mm512_set1_ps(f16_at(blk + 208)));
@@ -231,9 +234,72 @@ static inline __attribute__((always_inline)) void q6_k_row(const nk_mm *mm, int6
   }
 }
 
+/* Q4_K at 256 bits: qs byte l of 32-byte run j holds sub-block 2j (low nibble) and 2j + 1
+ * (high nibble), so one run gives two sub-blocks of 32 with no shuffle, and each
+ * VPDPBUSD result has a single scale. The per-sub-block scales (weight x activation) go
+ * through a small array so that the multiply-adds take them as broadcast memory operands
+ * (load ports) instead of shuffles. 256-bit operations also run on a third port. */
 static inline __attribute__((always_inline)) void q4_k_row(const nk_mm *mm, int64_t r, int64_t t0,
                                                            const int nt) {
-  q45_k_row(mm, r, t0, nt, 0);
+  const int64_t kp = mm->kp, nsb = mm->cols / 256;
+  const uint8_t *row = mm->w + r * mm->row_bytes;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  /* Independent sums per token: enough of them that the multiply-add latency hides. */
+  enum { NA = 8 };
+  const int na = nt == 1 ? 8 : nt == 2 ? 4 : 2;
+  _Alignas(32) float sx[4][8];
+  __m256 acc[4][NA], macc[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < nt; j++) {
+    macc[j] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int k = 0; k < na; k++) acc[j][k] = _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < nsb; i++) {
+    const uint8_t *blk = row + i * 144;
+    nk_prefetch_ahead(blk, 144);
+    const __m128i packed = k4_scales_mins(blk + 4);
+    const __m256 scd =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(packed)), _mm256_set1_ps(f16_at(blk)));
+    const __m256 md = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(packed, 8))),
+                                    _mm256_set1_ps(f16_at(blk + 2)));
+#pragma GCC unroll 4
+    for (int j = 0; j < nt; j++) {
+      const int64_t t = t0 + j;
+      _mm256_store_ps(sx[j], _mm256_mul_ps(scd, _mm256_loadu_ps(mm->act.d32 + t * (kp / 32) + 8 * i)));
+      macc[j] = _mm256_fmadd_ps(md, _mm256_loadu_ps(mm->act.s32 + t * (kp / 32) + 8 * i), macc[j]);
+    }
+    /* Keeps sx in memory: gcc would otherwise broadcast its lanes with shuffles. */
+    __asm__ volatile("" : : "m"(sx) : "memory");
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * q));
+      const __m256i lo = _mm256_and_si256(v, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+#pragma GCC unroll 4
+      for (int j = 0; j < nt; j++) {
+        const int8_t *xq = mm->act.q + (t0 + j) * kp + i * 256 + 64 * q;
+        const __m256i dl = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo,
+                                               _mm256_loadu_si256((const __m256i *)xq));
+        const __m256i dh = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi,
+                                               _mm256_loadu_si256((const __m256i *)(xq + 32)));
+        const int k0 = (2 * q) % na, k1 = (2 * q + 1) % na;
+        acc[j][k0] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dl), _mm256_broadcast_ss(&sx[j][2 * q]), acc[j][k0]);
+        acc[j][k1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dh), _mm256_broadcast_ss(&sx[j][2 * q + 1]),
+                                     acc[j][k1]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < nt; j++) {
+#pragma GCC unroll 8
+    for (int k = 2; k < na; k++) acc[j][k & 1] = _mm256_add_ps(acc[j][k & 1], acc[j][k]);
+    const __m256 v8 = _mm256_sub_ps(_mm256_add_ps(acc[j][0], acc[j][1]), macc[j]);
+    const __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+    const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+    mm->y[(t0 + j) * mm->rows + r] = _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
+  }
 }
 
 static inline __attribute__((always_inline)) void q5_k_row(const nk_mm *mm, int64_t r, int64_t t0,

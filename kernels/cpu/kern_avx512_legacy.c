@@ -115,6 +115,7 @@ static inline __attribute__((always_inline)) void legacy_row(const nk_mm *mm, in
 
 #define LEGACY_ROWS(layout)                              \
   for (int64_t r = r0; r < r1; r++) {                    \
+    nk_prefetch_row(mm, r);                 \
     switch (nt) {                                        \
       case 1: legacy_row(mm, r, t0, 1, &layout); break;  \
       case 2: legacy_row(mm, r, t0, 2, &layout); break;  \

@@ -1,37 +1,31 @@
 /*
- * nk_matmul: validates, quantizes the activations into pool scratch, then splits the rows
- * over the pool. Few tokens go row by row (every weight byte read once per call, the
+ * nk_matmul, nk_matmul_many: validate, quantize the activations into pool scratch (once
+ * for all the matrices that share them), then split the rows over the pool. Few tokens go row by row (every weight byte read once per call, the
  * bandwidth-bound decode case); many tokens go panel by panel through the packed mat-mat
  * kernels, which reuse each unpacked weight for every token.
  */
 #include "nk_internal.h"
 
-/* The row-by-row path streams weights from memory in blocks of about PREFETCH_BYTES: the
- * blocks LOOKAHEAD ahead are requested in one tight burst of prefetches, then the current
- * block is computed from cache. Measured on the 2-core Sapphire Rapids VM: with hardware
- * prefetch alone a Q4_K mat-vec thread streamed 4.4 GB/s, with bursts 7.1 GB/s; spreading
- * the same prefetches through the compute loop gained nothing over bursts. */
-#define PREFETCH_BYTES 4096
-#define LOOKAHEAD 2
-/* Work items per thread: dynamic claiming absorbs a thread that runs late. */
-#define ITEMS_PER_THREAD 4
+/* Bytes of weights per work item of the row-by-row path: small enough that a thread
+ * finishing early takes over the rest of another's share within a few microseconds. */
+#define ITEM_BYTES 16384
 /* From this many tokens on, packing a panel pays for itself (measured: below it, passes
  * of four tokens over the streamed weights are faster). */
 #define PACK_MIN_TOKENS 9
 /* Tokens one row-by-row pass carries. */
 #define ROW_TOKENS 4
-
-/* Rows [r0, min(r0 + n, end)) into cache. */
-static inline void prefetch_rows(const nk_mm *mm, int64_t r0, int64_t n, int64_t end) {
-  const int64_t r1 = r0 + n < end ? r0 + n : end;
-  const uint8_t *p = mm->w + r0 * mm->row_bytes;
-  for (int64_t o = 0; o < (r1 - r0) * mm->row_bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
-}
+/* Matrices one nk_matmul_many call takes. */
+#define NK_MANY_MAX 8
 
 typedef struct {
   nk_pool *pool;
   const nk_isa_ops *ops;
-  nk_mm mm;
+  int32_t n;
+  /* The matrix the panel path is on. */
+  int32_t cur;
+  nk_mm mm[NK_MANY_MAX];
+  /* The row path's work items: matrix m owns items [first[m], first[m + 1]). */
+  int64_t per[NK_MANY_MAX], first[NK_MANY_MAX + 1];
 } mm_task;
 
 int64_t nk_qpanel_bytes(int32_t panel_rows, int64_t kp) {
@@ -46,7 +40,7 @@ static void quantize_task(void *arg, int32_t ith, int32_t nth) {
   (void)ith;
   (void)nth;
   mm_task *a = arg;
-  const nk_mm *mm = &a->mm;
+  const nk_mm *mm = &a->mm[0];
   const int64_t kp = mm->kp;
   for (int64_t t = nk_pool_next(a->pool); t < mm->n_tokens; t = nk_pool_next(a->pool)) {
     a->ops->quantize_act(mm->x + t * mm->cols, mm->cols, kp, mm->act.q + t * kp,
@@ -55,28 +49,33 @@ static void quantize_task(void *arg, int32_t ith, int32_t nth) {
   }
 }
 
+static int64_t item_rows(const nk_mm *mm) {
+  return mm->row_bytes >= ITEM_BYTES ? 1 : ITEM_BYTES / mm->row_bytes;
+}
+
 static void rows_task(void *arg, int32_t ith, int32_t nth) {
-  (void)ith;
+  (void)nth;
   mm_task *a = arg;
-  const nk_mm *mm = &a->mm;
-  int64_t block = PREFETCH_BYTES / mm->row_bytes;
-  if (block < 1) block = 1;
-  int64_t n_items = nth * ITEMS_PER_THREAD;
-  if (n_items > (mm->rows + block - 1) / block) n_items = (mm->rows + block - 1) / block;
-  for (int64_t i = nk_pool_next(a->pool); i < n_items; i = nk_pool_next(a->pool)) {
-    const int64_t end = mm->rows * (i + 1) / n_items;
-    for (int64_t r0 = mm->rows * i / n_items; r0 < end; r0 += block) {
-      const int64_t r1 = r0 + block < end ? r0 + block : end;
-      const int64_t first = r0 == mm->rows * i / n_items ? 1 : LOOKAHEAD;
-      for (int64_t l = first; l <= LOOKAHEAD; l++) prefetch_rows(mm, r0 + l * block, block, end);
-      for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += ROW_TOKENS) {
-        const int32_t nt =
-            (int32_t)(mm->n_tokens - t0 < ROW_TOKENS ? mm->n_tokens - t0 : ROW_TOKENS);
-        if (mm->tr->quant) {
-          a->ops->qdot_rows(mm, r0, r1, t0, nt);
-        } else {
-          a->ops->fdot_rows(mm, r0, r1, t0, nt);
-        }
+  const uint8_t *last = NULL;
+  int32_t m = 0;
+  for (int64_t i = nk_pool_claim(a->pool, ith); i >= 0; i = nk_pool_claim(a->pool, ith)) {
+    while (i < a->first[m]) m--;
+    while (i >= a->first[m + 1]) m++;
+    const nk_mm *mm = &a->mm[m];
+    const int64_t r0 = (i - a->first[m]) * a->per[m];
+    const int64_t r1 = r0 + a->per[m] < mm->rows ? r0 + a->per[m] : mm->rows;
+    /* The kernels prefetch ahead of the rows they compute; a jump needs a head start. */
+    const uint8_t *p = mm->w + r0 * mm->row_bytes;
+    if (p != last) {
+      for (int64_t o = 0; o < NK_PREFETCH_AHEAD; o += 64) __builtin_prefetch(p + o, 0, 3);
+    }
+    last = mm->w + r1 * mm->row_bytes;
+    for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += ROW_TOKENS) {
+      const int32_t nt = (int32_t)(mm->n_tokens - t0 < ROW_TOKENS ? mm->n_tokens - t0 : ROW_TOKENS);
+      if (mm->tr->quant) {
+        a->ops->qdot_rows(mm, r0, r1, t0, nt);
+      } else {
+        a->ops->fdot_rows(mm, r0, r1, t0, nt);
       }
     }
   }
@@ -85,7 +84,7 @@ static void rows_task(void *arg, int32_t ith, int32_t nth) {
 static void panels_task(void *arg, int32_t ith, int32_t nth) {
   (void)nth;
   mm_task *a = arg;
-  const nk_mm *mm = &a->mm;
+  const nk_mm *mm = &a->mm[a->cur];
   const int32_t pr = a->ops->panel_rows;
   const int64_t n_panels = (mm->rows + pr - 1) / pr;
   void *scratch = nk_pool_scratch(a->pool, ith);
@@ -115,42 +114,81 @@ static int32_t alloc_act(nk_pool *pool, nk_mm *mm) {
   return NK_OK;
 }
 
-int32_t nk_matmul(nk_pool *pool, int32_t type, const void *w, int64_t rows, int64_t cols,
-                  const float *x, int64_t n_tokens, float *y) {
+/* Quantizes x into mm[0].act (which every matrix shares): a few tokens on this thread,
+ * more over the pool. */
+static void quantize(mm_task *a) {
+  if (a->mm[0].n_tokens > ROW_TOKENS) {
+    nk_pool_run(a->pool, quantize_task, a);
+    return;
+  }
+  const nk_mm *mm = &a->mm[0];
+  const int64_t kp = mm->kp;
+  for (int64_t t = 0; t < mm->n_tokens; t++) {
+    a->ops->quantize_act(mm->x + t * mm->cols, mm->cols, kp, mm->act.q + t * kp,
+                         mm->act.d16 + t * (kp / 16), mm->act.s16 + t * (kp / 16),
+                         mm->act.d32 + t * (kp / 32), mm->act.s32 + t * (kp / 32));
+  }
+}
+
+static int32_t setup(nk_mm *mm, int32_t type, const void *w, int64_t rows, int64_t cols,
+                     const float *x, int64_t n_tokens, float *y) {
   const int64_t rb = nk_row_bytes(type, cols);
-  if (!pool || rb < 0 || rows <= 0 || n_tokens <= 0 || !w || !x || !y) return NK_EINVAL;
-  mm_task a = {.pool = pool, .ops = nk_pool_ops(pool)};
-  nk_mm *mm = &a.mm;
-  mm->type = type;
-  mm->tr = nk_type_traits(type);
-  mm->w = w;
-  mm->rows = rows;
-  mm->cols = cols;
-  mm->row_bytes = rb;
-  mm->kp = nk_round_up(cols, NK_CHUNK);
-  mm->x = x;
-  mm->n_tokens = n_tokens;
-  mm->y = y;
+  if (rb < 0 || rows <= 0 || n_tokens <= 0 || !w || !x || !y) return NK_EINVAL;
+  *mm = (nk_mm){.type = type,
+                .tr = nk_type_traits(type),
+                .w = w,
+                .rows = rows,
+                .cols = cols,
+                .row_bytes = rb,
+                .kp = nk_round_up(cols, NK_CHUNK),
+                .x = x,
+                .n_tokens = n_tokens,
+                .y = y};
+  return NK_OK;
+}
+
+static int64_t panel_bytes(const mm_task *a, const nk_mm *mm) {
+  return mm->tr->quant ? nk_qpanel_bytes(a->ops->panel_rows, mm->kp)
+                       : nk_fpanel_bytes(a->ops->panel_rows, mm->cols);
+}
+
+int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const void *const *ws,
+                       const int64_t *rows, int64_t cols, const float *x, int64_t n_tokens,
+                       float *const *ys) {
+  if (!pool || n <= 0 || n > NK_MANY_MAX || !types || !ws || !rows || !ys) return NK_EINVAL;
+  mm_task a = {.pool = pool, .ops = nk_pool_ops(pool), .n = n};
   const int packed = a.ops->panel_rows > 0 && n_tokens >= PACK_MIN_TOKENS;
-  if (mm->tr->quant) {
-    if (alloc_act(pool, mm) != NK_OK) return NK_ENOMEM;
-    if (n_tokens <= ROW_TOKENS) {
-      for (int64_t t = 0; t < n_tokens; t++) {
-        a.ops->quantize_act(x + t * cols, cols, mm->kp, mm->act.q + t * mm->kp,
-                            mm->act.d16 + t * (mm->kp / 16), mm->act.s16 + t * (mm->kp / 16),
-                            mm->act.d32 + t * (mm->kp / 32), mm->act.s32 + t * (mm->kp / 32));
-      }
-    } else {
-      nk_pool_run(pool, quantize_task, &a);
-    }
+  int quant = 0;
+  int64_t scratch = 0;
+  for (int32_t m = 0; m < n; m++) {
+    if (setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
+      return NK_EINVAL;
+    quant |= a.mm[m].tr->quant;
+    if (packed && panel_bytes(&a, &a.mm[m]) > scratch) scratch = panel_bytes(&a, &a.mm[m]);
+  }
+  if (packed && nk_pool_reserve(pool, scratch) != NK_OK) return NK_ENOMEM;
+  /* Float types read x itself; the quantized ones share one quantization of it. */
+  if (quant) {
+    if (alloc_act(pool, &a.mm[0]) != NK_OK) return NK_ENOMEM;
+    for (int32_t m = 1; m < n; m++) a.mm[m].act = a.mm[0].act;
+    quantize(&a);
   }
   if (packed) {
-    const int64_t bytes = mm->tr->quant ? nk_qpanel_bytes(a.ops->panel_rows, mm->kp)
-                                        : nk_fpanel_bytes(a.ops->panel_rows, cols);
-    if (nk_pool_reserve(pool, bytes) != NK_OK) return NK_ENOMEM;
-    nk_pool_run(pool, panels_task, &a);
-  } else {
-    nk_pool_run(pool, rows_task, &a);
+    /* Panels amortize over many tokens: the matrices go one after the other. */
+    for (a.cur = 0; a.cur < n; a.cur++) nk_pool_run(pool, panels_task, &a);
+    return NK_OK;
   }
+  a.first[0] = 0;
+  for (int32_t m = 0; m < n; m++) {
+    a.per[m] = item_rows(&a.mm[m]);
+    a.first[m + 1] = a.first[m] + (a.mm[m].rows + a.per[m] - 1) / a.per[m];
+  }
+  nk_pool_split(pool, a.first[n]);
+  nk_pool_run(pool, rows_task, &a);
   return NK_OK;
+}
+
+int32_t nk_matmul(nk_pool *pool, int32_t type, const void *w, int64_t rows, int64_t cols,
+                  const float *x, int64_t n_tokens, float *y) {
+  return nk_matmul_many(pool, 1, &type, &w, &rows, cols, x, n_tokens, &y);
 }

@@ -70,6 +70,10 @@ NK_API int32_t nk_pool_isa(const nk_pool *pool);
 
 /* 64-byte aligned, zeroed. */
 NK_API void *nk_alloc(uint64_t bytes);
+/* The same on transparent huge pages where the system allows them, for weights streamed
+ * once per token: 2 MiB pages spare the page walks (costly under virtualization) that
+ * 4 KiB pages take every 4 KiB, which measurably slows a streaming core. nk_free frees it. */
+NK_API void *nk_alloc_huge(uint64_t bytes);
 NK_API void nk_free(void *ptr);
 
 /* Bytes of one row of `cols` values of `type`; negative when the type is unknown or cols
@@ -79,6 +83,12 @@ NK_API int64_t nk_row_bytes(int32_t type, int64_t cols);
 /* y[t*rows + r] = sum_c W[r][c] * x[t*cols + c]. */
 NK_API int32_t nk_matmul(nk_pool *pool, int32_t type, const void *w, int64_t rows, int64_t cols,
                          const float *x, int64_t n_tokens, float *y);
+/* y_m = W_m x for n (at most 8) matrices of one width that share x: the activations are
+ * quantized once and the rows of all of them split over the pool in one pass, so the
+ * threads synchronize once. */
+NK_API int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types,
+                              const void *const *ws, const int64_t *rows, int64_t cols,
+                              const float *x, int64_t n_tokens, float *const *ys);
 /* Same contract, plain C: each weight row dequantized to f32 and dotted in double. */
 NK_API int32_t nk_matmul_ref(nk_pool *pool, int32_t type, const void *w, int64_t rows, int64_t cols,
                              const float *x, int64_t n_tokens, float *y);
@@ -109,6 +119,11 @@ NK_API int32_t nk_attention(nk_pool *pool, float *out, const float *q, const voi
                             const void *v_cache, int32_t kv_type, int64_t block_size,
                             const int32_t *block_table, const int32_t *positions, int64_t n_tokens,
                             int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale);
+
+/* out[r] = the index of the largest value of row r of x[rows][cols]: the first of equal
+ * ones, NaN never; 0 for a row of NaN. */
+NK_API int32_t nk_argmax_rows(nk_pool *pool, const float *x, int64_t rows, int64_t cols,
+                              int32_t *out);
 
 /* out = silu(gate) * up. */
 NK_API int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const float *up,

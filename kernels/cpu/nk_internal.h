@@ -24,6 +24,8 @@
 #define NK_ALIGN 64
 #define NK_MAX_THREADS 256
 #define NK_ATTN_TILE 64
+/* Marks nk_cpu_features' cached answer as computed (no feature uses this bit). */
+#define NK_CPU_DETECTED (1u << 31)
 
 typedef struct {
   int32_t block_size; /* values per block */
@@ -181,6 +183,25 @@ typedef struct {
   float scale;
 } nk_attn;
 
+/* How far ahead of the row being computed a row-by-row pass prefetches. Measured on the
+ * 2-core Sapphire Rapids VM with weights on huge pages: one software prefetch per line
+ * this far ahead, issued row by row through the compute loop, streams a core at its share
+ * of memory bandwidth; bursts of many prefetches at once stall the loads behind them, and
+ * the hardware prefetcher alone falls behind the slower (K-quant) kernels. */
+#define NK_PREFETCH_AHEAD 2048
+
+/* Requests the lines of [p, p + n) + NK_PREFETCH_AHEAD: called by a kernel for the bytes
+ * it is about to read, so the requests spread evenly through its compute. Addresses past
+ * the matrix are harmless (a prefetch never faults). */
+static inline void nk_prefetch_ahead(const uint8_t *p, int64_t n) {
+  for (int64_t o = 0; o < n; o += 64) __builtin_prefetch(p + NK_PREFETCH_AHEAD + o, 0, 3);
+}
+
+/* The same for a whole row, for kernels that go row by row through a chunk buffer. */
+static inline void nk_prefetch_row(const nk_mm *mm, int64_t r) {
+  nk_prefetch_ahead(mm->w + r * mm->row_bytes, mm->row_bytes);
+}
+
 /* Scratch floats nk_attend_item needs. */
 int64_t nk_attend_scratch_floats(const nk_attn *a);
 
@@ -203,6 +224,8 @@ typedef struct {
   void (*rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t pos, float freq_base,
                      float *cache);
   void (*attend_item)(const nk_attn *a, int64_t t, int64_t kvh, float *scratch);
+  void (*f16_store)(uint16_t *dst, const float *src, int64_t n);
+  void (*argmax_span)(const float *x, int64_t n, float *best, int64_t *at);
   double (*read_sum)(const float *p, int64_t n);
 } nk_isa_ops;
 
@@ -220,6 +243,13 @@ void nk_pool_run(nk_pool *pool, nk_task_fn fn, void *arg);
 /* Work items for dynamic scheduling inside a task: returns 0, 1, 2, ... across threads;
  * reset by every nk_pool_run. */
 int64_t nk_pool_next(nk_pool *pool);
+/* Static split with stealing, for work that streams memory: nk_pool_split, before
+ * nk_pool_run, gives each thread a contiguous share of items [0, n_items); inside the task
+ * nk_pool_claim returns thread ith's items in order, then items taken from the end of the
+ * share with the most left, and -1 when none are left. A thread thus walks one stretch of
+ * memory (its prefetches stay useful) and nobody idles while work remains. */
+void nk_pool_split(nk_pool *pool, int64_t n_items);
+int64_t nk_pool_claim(nk_pool *pool, int32_t ith);
 const nk_isa_ops *nk_pool_ops(const nk_pool *pool);
 /* Grows the per-thread scratch to at least `bytes` each; 0 or NK_ENOMEM. */
 int32_t nk_pool_reserve(nk_pool *pool, int64_t bytes);

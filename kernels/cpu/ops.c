@@ -171,6 +171,7 @@ static int32_t check_cache(int32_t kv_type, int64_t block_size, const int32_t *b
 }
 
 typedef struct {
+  const nk_isa_ops *ops;
   void *k_cache, *v_cache;
   int32_t kv_type;
   int64_t block_size;
@@ -179,11 +180,12 @@ typedef struct {
   const float *k, *v;
 } store_args;
 
-static void store_row(void *cache, int32_t kv_type, int64_t slot, int64_t width, const float *src) {
+static void store_row(const nk_isa_ops *ops, void *cache, int32_t kv_type, int64_t slot,
+                      int64_t width, const float *src) {
   if (kv_type == NK_F32) {
     memcpy((float *)cache + slot * width, src, (size_t)width * 4);
   } else {
-    nk_f32_to_f16(src, (uint16_t *)cache + slot * width, width);
+    ops->f16_store((uint16_t *)cache + slot * width, src, width);
   }
 }
 
@@ -193,8 +195,8 @@ static void store_task(void *arg, int32_t ith, int32_t nth) {
     const int64_t pos = s->positions[t];
     const int64_t slot =
         (int64_t)s->block_table[pos / s->block_size] * s->block_size + pos % s->block_size;
-    store_row(s->k_cache, s->kv_type, slot, s->width, s->k + t * s->width);
-    store_row(s->v_cache, s->kv_type, slot, s->width, s->v + t * s->width);
+    store_row(s->ops, s->k_cache, s->kv_type, slot, s->width, s->k + t * s->width);
+    store_row(s->ops, s->v_cache, s->kv_type, slot, s->width, s->v + t * s->width);
   }
 }
 
@@ -207,9 +209,9 @@ int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type
           NK_OK) {
     return NK_EINVAL;
   }
-  store_args s = {k_cache,     v_cache,   kv_type,  block_size,
-                  block_table, positions, n_tokens, n_kv_heads * head_dim,
-                  k,           v};
+  store_args s = {nk_pool_ops(pool), k_cache,   v_cache,  kv_type,
+                  block_size,        block_table, positions, n_tokens,
+                  n_kv_heads * head_dim, k, v};
   if (n_tokens * s.width < PARALLEL_MIN) {
     store_task(&s, 0, 1);
   } else {
@@ -257,6 +259,63 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
                        n_tokens, n_heads, n_kv_heads, head_dim, scale}};
   if (nk_pool_reserve(pool, nk_attend_scratch_floats(&t.attn) * 4) != NK_OK) return NK_ENOMEM;
   nk_pool_run(pool, attn_task, &t);
+  return NK_OK;
+}
+
+typedef struct {
+  nk_pool *pool;
+  const nk_isa_ops *ops;
+  const float *x;
+  int64_t cols, parts, n_items;
+  float *vals;
+  int64_t *ats;
+} argmax_args;
+
+/* Item i is part i % parts of row i / parts: a single row (a decode step's logits) is split
+ * over the threads, each scanning the share of it that it wrote. */
+static void argmax_task(void *arg, int32_t ith, int32_t nth) {
+  (void)ith;
+  (void)nth;
+  const argmax_args *a = arg;
+  for (int64_t i = nk_pool_next(a->pool); i < a->n_items; i = nk_pool_next(a->pool)) {
+    const int64_t row = i / a->parts, part = i % a->parts;
+    const int64_t c0 = a->cols * part / a->parts, c1 = a->cols * (part + 1) / a->parts;
+    int64_t at;
+    a->ops->argmax_span(a->x + row * a->cols + c0, c1 - c0, &a->vals[i], &at);
+    a->ats[i] = at < c1 - c0 ? c0 + at : -1;
+  }
+}
+
+int32_t nk_argmax_rows(nk_pool *pool, const float *x, int64_t rows, int64_t cols, int32_t *out) {
+  if (!pool || !x || !out || rows < 0 || cols <= 0 || cols > INT32_MAX) return NK_EINVAL;
+  const int32_t nth = nk_pool_threads(pool);
+  const int64_t parts = rows >= nth || rows * cols < PARALLEL_MIN ? 1 : nth;
+  argmax_args a = {pool, nk_pool_ops(pool), x, cols, parts, rows * parts, NULL, NULL};
+  uint8_t *buf = nk_pool_shared(pool, a.n_items * (4 + 8) + 8);
+  if (!buf) return NK_ENOMEM;
+  a.ats = (int64_t *)buf;
+  a.vals = (float *)(buf + a.n_items * 8);
+  if (parts == 1 && rows * cols < PARALLEL_MIN) {
+    for (int64_t i = 0; i < rows; i++) {
+      int64_t at;
+      a.ops->argmax_span(x + i * cols, cols, &a.vals[i], &at);
+      a.ats[i] = at < cols ? at : -1;
+    }
+  } else {
+    nk_pool_run(pool, argmax_task, &a);
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    float bv = 0.0f;
+    int64_t bi = -1;
+    for (int64_t p = 0; p < parts; p++) {
+      const int64_t i = r * parts + p;
+      if (a.ats[i] >= 0 && (bi < 0 || a.vals[i] > bv)) {
+        bv = a.vals[i];
+        bi = a.ats[i];
+      }
+    }
+    out[r] = bi >= 0 ? (int32_t)bi : 0;
+  }
   return NK_OK;
 }
 

@@ -18,6 +18,12 @@
 
 #define SPIN_NS 200000
 
+/* One thread's share of a split: items [front, back), packed as front << 32 | back so that
+ * the owner (taking from the front) and a thief (from the back) agree by one CAS. */
+typedef struct {
+  _Alignas(64) _Atomic uint64_t range;
+} nk_share;
+
 struct nk_pool {
   _Alignas(64) _Atomic uint32_t gen;
   _Atomic int32_t sleeping;
@@ -30,6 +36,7 @@ struct nk_pool {
   int32_t isa;
   const nk_isa_ops *ops;
   pthread_t *threads;
+  nk_share *shares;
   void **scratch;
   int64_t scratch_bytes;
   void *shared;
@@ -41,7 +48,8 @@ typedef struct {
   int32_t ith;
 } worker_arg;
 
-uint32_t nk_cpu_features(void) {
+/* cpuid traps to the hypervisor in a VM (microseconds): ask once. */
+static uint32_t detect_features(void) {
   __builtin_cpu_init();
   uint32_t f = 0;
   if (__builtin_cpu_supports("avx2")) f |= NK_CPU_AVX2;
@@ -62,6 +70,16 @@ uint32_t nk_cpu_features(void) {
   __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
   if (a & (1u << 4)) f |= NK_CPU_AVXVNNI;
   return f;
+}
+
+uint32_t nk_cpu_features(void) {
+  static _Atomic uint32_t cached;
+  uint32_t f = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (f == 0) {
+    f = detect_features() | NK_CPU_DETECTED;
+    atomic_store_explicit(&cached, f, memory_order_relaxed);
+  }
+  return f & ~(uint32_t)NK_CPU_DETECTED;
 }
 
 int32_t nk_best_isa(void) {
@@ -91,35 +109,45 @@ static const nk_isa_ops *ops_for(int32_t isa) {
 typedef struct {
   uint64_t total;
   uint64_t mapped;
+  void *base;
 } alloc_header;
 
 #define NK_MMAP_THRESHOLD (1u << 21)
+#define NK_HUGE_PAGE (1u << 21)
+
+/* An mmapped buffer of n bytes whose first byte is `align`-aligned, header before it. */
+static void *map_aligned(size_t n, size_t align) {
+  const size_t total = n + NK_ALIGN + align;
+  void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  uint8_t *p = (uint8_t *)nk_round_up((int64_t)((uintptr_t)m + NK_ALIGN), (int64_t)align);
+  *(alloc_header *)(p - NK_ALIGN) = (alloc_header){total, 1, m};
+  return p;
+}
 
 void *nk_alloc(uint64_t bytes) {
   const size_t n = bytes ? (size_t)nk_round_up((int64_t)bytes, NK_ALIGN) : NK_ALIGN;
-  const size_t total = n + NK_ALIGN;
-  uint8_t *base;
-  int mapped = total >= NK_MMAP_THRESHOLD;
-  if (mapped) {
-    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return NULL;
-    base = m;
-  } else {
-    void *p = NULL;
-    if (posix_memalign(&p, NK_ALIGN, total) != 0) return NULL;
-    memset(p, 0, total);
-    base = p;
-  }
-  *(alloc_header *)base = (alloc_header){total, (uint64_t)mapped};
-  return base + NK_ALIGN;
+  if (n + NK_ALIGN >= NK_MMAP_THRESHOLD) return map_aligned(n, NK_ALIGN);
+  void *p = NULL;
+  if (posix_memalign(&p, NK_ALIGN, n + NK_ALIGN) != 0) return NULL;
+  memset(p, 0, n + NK_ALIGN);
+  *(alloc_header *)p = (alloc_header){n + NK_ALIGN, 0, p};
+  return (uint8_t *)p + NK_ALIGN;
+}
+
+void *nk_alloc_huge(uint64_t bytes) {
+  const size_t n = (size_t)nk_round_up(bytes ? (int64_t)bytes : 1, NK_HUGE_PAGE);
+  uint8_t *p = map_aligned(n, NK_HUGE_PAGE);
+  /* Advice only: without transparent huge pages the buffer still works, on small pages. */
+  if (p) madvise(p, n, MADV_HUGEPAGE);
+  return p;
 }
 
 void nk_free(void *ptr) {
   if (!ptr) return;
-  uint8_t *base = (uint8_t *)ptr - NK_ALIGN;
-  const alloc_header h = *(alloc_header *)base;
-  if (h.mapped) munmap(base, h.total);
-  else free(base);
+  const alloc_header h = *(alloc_header *)((uint8_t *)ptr - NK_ALIGN);
+  if (h.mapped) munmap(h.base, h.total);
+  else free(h.base);
 }
 
 static int64_t now_ns(void) {
@@ -173,9 +201,11 @@ nk_pool *nk_pool_create(int32_t n_threads) {
   pool->ops = ops_for(pool->isa);
   pool->threads = calloc((size_t)n_threads, sizeof(pthread_t));
   pool->scratch = calloc((size_t)n_threads, sizeof(void *));
-  if (!pool->threads || !pool->scratch) {
+  pool->shares = nk_alloc((uint64_t)n_threads * sizeof(nk_share));
+  if (!pool->threads || !pool->scratch || !pool->shares) {
     free(pool->threads);
     free(pool->scratch);
+    nk_free(pool->shares);
     nk_free(pool);
     return NULL;
   }
@@ -203,6 +233,7 @@ void nk_pool_destroy(nk_pool *pool) {
   for (int32_t i = 0; i < pool->n; i++) nk_free(pool->scratch[i]);
   free(pool->scratch);
   free(pool->threads);
+  nk_free(pool->shares);
   nk_free(pool->shared);
   nk_free(pool);
 }
@@ -241,6 +272,48 @@ void nk_pool_run(nk_pool *pool, nk_task_fn fn, void *arg) {
 
 int64_t nk_pool_next(nk_pool *pool) {
   return atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
+}
+
+void nk_pool_split(nk_pool *pool, int64_t n_items) {
+  for (int32_t i = 0; i < pool->n; i++) {
+    const uint64_t front = (uint64_t)(n_items * i / pool->n);
+    const uint64_t back = (uint64_t)(n_items * (i + 1) / pool->n);
+    atomic_store_explicit(&pool->shares[i].range, front << 32 | back, memory_order_relaxed);
+  }
+}
+
+/* Takes one item of share s: its front for the owner, its back for a thief; -1 if empty. */
+static int64_t take(nk_share *s, int from_back) {
+  uint64_t v = atomic_load_explicit(&s->range, memory_order_relaxed);
+  for (;;) {
+    const uint64_t front = v >> 32, back = v & 0xffffffffu;
+    if (front >= back) return -1;
+    const uint64_t next = from_back ? (front << 32 | (back - 1)) : ((front + 1) << 32 | back);
+    if (atomic_compare_exchange_weak_explicit(&s->range, &v, next, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      return (int64_t)(from_back ? back - 1 : front);
+    }
+  }
+}
+
+int64_t nk_pool_claim(nk_pool *pool, int32_t ith) {
+  const int64_t own = take(&pool->shares[ith], 0);
+  if (own >= 0) return own;
+  for (;;) {
+    int32_t victim = -1;
+    uint64_t most = 0;
+    for (int32_t i = 0; i < pool->n; i++) {
+      const uint64_t v = atomic_load_explicit(&pool->shares[i].range, memory_order_relaxed);
+      const uint64_t left = (v >> 32) < (v & 0xffffffffu) ? (v & 0xffffffffu) - (v >> 32) : 0;
+      if (left > most) {
+        most = left;
+        victim = i;
+      }
+    }
+    if (victim < 0) return -1;
+    const int64_t stolen = take(&pool->shares[victim], 1);
+    if (stolen >= 0) return stolen;
+  }
 }
 
 int32_t nk_pool_reserve(nk_pool *pool, int64_t bytes) {

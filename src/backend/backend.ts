@@ -135,6 +135,13 @@ export interface Backend {
   /** out = x · Wᵀ: every row of x (cols = W.cols) becomes a row of out (cols = W.rows). */
   matmul(out: Activation, w: Weight, x: Activation): void;
 
+  /**
+   * outs[i] = x · ws[i]ᵀ for weights that read the same x (Q, K and V; gate and up), in one
+   * call. Optional: a backend that can share work and synchronization between the
+   * products offers it, others get one matmul each.
+   */
+  matmulMany?(outs: Activation[], ws: Weight[], x: Activation): void;
+
   /** Rotary embedding, NeoX layout, in place on every head of every row at its position. */
   ropeNeox(
     x: Activation,

@@ -5,7 +5,7 @@
  * shared long system prompt.
  */
 
-import { EngineHost, type GenerateRequest, GREEDY } from "../engine/mod.ts";
+import { type EngineHost, type GenerateRequest, GREEDY } from "../engine/mod.ts";
 import { mean } from "./runner.ts";
 
 export interface ConcurrencyResult {

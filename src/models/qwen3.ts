@@ -229,9 +229,7 @@ export class Qwen3Model {
     be.embed(x, this.tokenEmbd, ids);
     this.layers.forEach((l, layer) => {
       be.rmsNorm(xn, x, l.attnNorm, hp.nEmbd, hp.rmsEps);
-      be.matmul(q, l.wq, xn);
-      be.matmul(k, l.wk, xn);
-      be.matmul(v, l.wv, xn);
+      this.#project([q, k, v], [l.wq, l.wk, l.wv], xn);
       be.rmsNorm(q, q, l.qNorm, hp.headDim, hp.rmsEps);
       be.rmsNorm(k, k, l.kNorm, hp.headDim, hp.rmsEps);
       be.ropeNeox(q, layout, nHeads, hp.headDim, hp.ropeBase);
@@ -243,8 +241,7 @@ export class Qwen3Model {
       be.add(x, x, proj);
 
       be.rmsNorm(xn, x, l.ffnNorm, hp.nEmbd, hp.rmsEps);
-      be.matmul(gate, l.wGate, xn);
-      be.matmul(up, l.wUp, xn);
+      this.#project([gate, up], [l.wGate, l.wUp], xn);
       be.siluMul(gate, gate, up);
       be.matmul(proj, l.wDown, gate);
       this.#sumOverRanks(proj);
@@ -259,6 +256,16 @@ export class Qwen3Model {
     be.rmsNorm(last, last, this.outputNorm, hp.nEmbd, hp.rmsEps);
     be.matmul(logits, this.output, last);
     return logits;
+  }
+
+  /** outs[i] = ws[i] · x, in one backend call where the backend can share the work. */
+  #project(outs: Activation[], ws: Weight[], x: Activation): void {
+    const be = this.backend;
+    if (be.matmulMany !== undefined) {
+      be.matmulMany(outs, ws, x);
+    } else {
+      ws.forEach((w, i) => be.matmul(outs[i], w, x));
+    }
   }
 
   /** Adds the partial products of the other ranks (nothing to add unsharded). */

@@ -1,7 +1,8 @@
 /**
  * The Backend on the native CPU kernel library: weights are read in place from the
- * mmapped GGUF (no copy), activations and the KV cache live in native memory, and every
- * op is one synchronous FFI call into a thread pool owned by this backend (one per model).
+ * mmapped GGUF (or, with mmap off, copied into an arena on huge pages: weight_arena.ts says
+ * why), activations and the KV cache live in native memory, and every op is one synchronous FFI call into a thread pool owned by this
+ * backend (one per model).
  */
 
 import type {
@@ -22,9 +23,12 @@ import {
   KV_F32,
   kvCacheBytes,
   type KvLayout,
+  MATMUL_MANY_MAX,
   type NativeBuffer,
   type Pool,
 } from "./kernels.ts";
+import { CpuKernelError } from "./errors.ts";
+import { WeightArena } from "./weight_arena.ts";
 
 class CpuWeight implements Weight {
   constructor(
@@ -84,6 +88,12 @@ export interface CpuBackendOptions {
   threads: number;
   /** Path of the kernel library (default: resolved by library.ts). */
   libraryPath?: string;
+  /**
+   * True (default): weights are read in place from the mmapped GGUF. False: they are copied
+   * at load into anonymous memory on huge pages (weight_arena.ts says when that is faster),
+   * like llama.cpp's --no-mmap.
+   */
+  mmap?: boolean;
 }
 
 export class CpuBackend implements Backend {
@@ -91,23 +101,28 @@ export class CpuBackend implements Backend {
   readonly kernels: CpuKernels;
   readonly pool: Pool;
   readonly #owned = new Set<NativeBuffer>();
+  readonly #weights: WeightArena;
+  readonly #mmap: boolean;
 
   constructor(options: CpuBackendOptions) {
     this.kernels = new CpuKernels(options.libraryPath);
     this.pool = this.kernels.createPool(options.threads);
+    this.#weights = new WeightArena(this.kernels);
+    this.#mmap = options.mmap ?? true;
   }
 
   loadWeight(source: WeightSource): Weight {
     // Validates that the kernels can compute this type and shape before any step runs.
-    const rowBytes = this.kernels.rowBytes(source.type.id, source.cols);
-    let pointer = source.pointer;
-    if (source.transient) {
-      const bytes = rowBytes * source.rows;
-      const copy = this.kernels.alloc(bytes);
-      copy.u8().set(source.bytes.subarray(0, bytes));
-      this.#owned.add(copy);
-      pointer = copy.pointer;
+    const bytes = this.kernels.rowBytes(source.type.id, source.cols) * source.rows;
+    if (source.bytes.byteLength < bytes) {
+      throw new CpuKernelError(
+        "cpu_kernel_invalid",
+        `${source.name}: ${source.bytes.byteLength} bytes for ${source.rows}x${source.cols} ` +
+          `of ${source.type.name} (${bytes} needed)`,
+      );
     }
+    const inPlace = this.#mmap && !source.transient;
+    const pointer = inPlace ? source.pointer : this.#weights.place(source.bytes.subarray(0, bytes));
     return new CpuWeight(source.name, source.type, source.rows, source.cols, pointer);
   }
 
@@ -170,6 +185,27 @@ export class CpuBackend implements Backend {
       act(x).rows,
       act(out).pointer,
     );
+  }
+
+  matmulMany(outs: Activation[], ws: Weight[], x: Activation): void {
+    if (outs.length !== ws.length) {
+      throw new CpuKernelError(
+        "cpu_kernel_invalid",
+        `matmulMany: ${outs.length} outputs for ${ws.length} weights`,
+      );
+    }
+    const a = act(x);
+    const cols = weight(ws[0]).cols;
+    if (ws.some((w) => weight(w).cols !== cols)) {
+      throw new CpuKernelError("cpu_kernel_invalid", "matmulMany: weights of different widths");
+    }
+    for (let i = 0; i < ws.length; i += MATMUL_MANY_MAX) {
+      const mats = ws.slice(i, i + MATMUL_MANY_MAX).map((w, j) => {
+        const W = weight(w);
+        return { type: W.type.id, w: W.pointer, rows: W.rows, y: act(outs[i + j]).pointer };
+      });
+      this.pool.matmulMany(mats, cols, a.pointer, a.rows);
+    }
   }
 
   ropeNeox(
@@ -252,6 +288,14 @@ export class CpuBackend implements Backend {
     return this.pool.bandwidth(512 * 1024 * 1024, 5);
   }
 
+  /** Greedy decoding's argmax, on the native rows: no copy of the logits to the JS heap. */
+  argmaxRows(a: Activation): Int32Array {
+    const src = act(a);
+    const out = new Int32Array(src.rows);
+    if (src.rows > 0) this.pool.argmaxRows(src.pointer, src.rows, src.cols, out);
+    return out;
+  }
+
   read(a: Activation): Float32Array {
     const src = act(a);
     return src.buffer.f32().slice(0, src.rows * src.cols);
@@ -260,6 +304,7 @@ export class CpuBackend implements Backend {
   close(): void {
     for (const b of this.#owned) b.free();
     this.#owned.clear();
+    this.#weights.free();
     this.pool.destroy();
   }
 }

@@ -10,19 +10,12 @@ import { ggmlTypeInfo } from "../../gguf/mod.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
 import { type CpuSymbols, openCpuLibrary } from "./library.ts";
 import { NativeBuffer, type Operand, operandPointer } from "./native_buffer.ts";
-import { checkDims, ISA_LEVELS, type IsaLevel, Pool } from "./pool.ts";
+import { checkDims } from "./checks.ts";
+import { ISA_LEVELS, type IsaLevel, Pool } from "./pool.ts";
 
 export { NativeBuffer, type Operand } from "./native_buffer.ts";
-export {
-  ISA_LEVELS,
-  type IsaLevel,
-  KV_F16,
-  KV_F32,
-  kvCacheBytes,
-  type KvLayout,
-  type KvType,
-  Pool,
-} from "./pool.ts";
+export { ISA_LEVELS, type IsaLevel, MATMUL_MANY_MAX, Pool } from "./pool.ts";
+export { KV_F16, KV_F32, kvCacheBytes, type KvLayout, type KvType } from "./kv_layout.ts";
 
 const FEATURE_NAMES = [
   "avx2",
@@ -67,6 +60,20 @@ export class CpuKernels {
     checkDims("alloc", { bytes });
     const p = this.#sym.nk_alloc(BigInt(bytes));
     if (p === null) throw new CpuKernelError("cpu_kernel_oom", `alloc: ${bytes} bytes unavailable`);
+    const sym = this.#sym;
+    return new NativeBuffer(p, bytes, (q) => sym.nk_free(q));
+  }
+
+  /**
+   * Like `alloc`, on transparent huge pages where the system allows them (whole 2 MiB
+   * pages: meant for large, long-lived buffers such as weight arenas).
+   */
+  allocHuge(bytes: number): NativeBuffer {
+    checkDims("allocHuge", { bytes });
+    const p = this.#sym.nk_alloc_huge(BigInt(bytes));
+    if (p === null) {
+      throw new CpuKernelError("cpu_kernel_oom", `allocHuge: ${bytes} bytes unavailable`);
+    }
     const sym = this.#sym;
     return new NativeBuffer(p, bytes, (q) => sym.nk_free(q));
   }

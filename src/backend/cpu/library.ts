@@ -18,10 +18,15 @@ export const CPU_SYMBOLS = {
   nk_pool_set_isa: { parameters: ["pointer", "i32"], result: "i32" },
   nk_pool_isa: { parameters: ["pointer"], result: "i32" },
   nk_alloc: { parameters: ["u64"], result: "pointer" },
+  nk_alloc_huge: { parameters: ["u64"], result: "pointer" },
   nk_free: { parameters: ["pointer"], result: "void" },
   nk_row_bytes: { parameters: ["i32", "i64"], result: "i64" },
   nk_matmul: {
     parameters: ["pointer", "i32", "pointer", "i64", "i64", "pointer", "i64", "pointer"],
+    result: "i32",
+  },
+  nk_matmul_many: {
+    parameters: ["pointer", "i32", "buffer", "buffer", "buffer", "i64", "pointer", "i64", "buffer"],
     result: "i32",
   },
   nk_matmul_ref: {
@@ -85,6 +90,7 @@ export const CPU_SYMBOLS = {
     result: "i32",
   },
   nk_add: { parameters: ["pointer", "pointer", "pointer", "pointer", "i64"], result: "i32" },
+  nk_argmax_rows: { parameters: ["pointer", "pointer", "i64", "i64", "pointer"], result: "i32" },
   nk_f16_to_f32: { parameters: ["pointer", "pointer", "i64"], result: "void" },
   nk_f32_to_f16: { parameters: ["pointer", "pointer", "i64"], result: "void" },
   nk_bandwidth: { parameters: ["pointer", "u64", "i32"], result: "f64" },

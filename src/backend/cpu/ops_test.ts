@@ -15,24 +15,7 @@ import {
   Rng,
 } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
-import type { CpuKernels, Pool } from "./kernels.ts";
-import { maxAbsDiff, randomF32, relError, testKernels } from "./testing.ts";
-
-/** Runs `fn` on a pool per (level, thread count) this CPU has. */
-async function everyPool(fn: (pool: Pool, what: string, k: CpuKernels) => void): Promise<void> {
-  const k = await testKernels();
-  for (const threads of [1, 2]) {
-    const pool = k.createPool(threads);
-    try {
-      for (const isa of k.supportedIsas()) {
-        pool.isa = isa;
-        fn(pool, `${isa} threads=${threads}`, k);
-      }
-    } finally {
-      pool.destroy();
-    }
-  }
-}
+import { everyPool, maxAbsDiff, randomF32, relError, testKernels } from "./testing.ts";
 
 function rmsnormRef(
   x: Float32Array,

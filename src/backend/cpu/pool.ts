@@ -5,43 +5,18 @@
  */
 
 import { ggmlTypeInfo } from "../../gguf/mod.ts";
+import { checkDims } from "./checks.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
+import { checkPositions, kvCacheBytes, type KvLayout } from "./kv_layout.ts";
 import type { CpuSymbols } from "./library.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
+
+/** Matrices one matmulMany call takes (NK_MANY_MAX in the library). */
+export const MATMUL_MANY_MAX = 8;
 
 /** Dispatch levels, in the library's numbering. */
 export const ISA_LEVELS = ["scalar", "avx2", "avx512"] as const;
 export type IsaLevel = (typeof ISA_LEVELS)[number];
-
-/** KV cache element types (ggml ids). */
-export const KV_F32 = 0;
-export const KV_F16 = 1;
-export type KvType = typeof KV_F32 | typeof KV_F16;
-
-/** The paged KV cache of one layer: K and V are [nBlocks][blockSize][nKvHeads][headDim]. */
-export interface KvLayout {
-  type: KvType;
-  nBlocks: number;
-  blockSize: number;
-  nKvHeads: number;
-  headDim: number;
-}
-
-/** Bytes of one of K or V for a layer with this layout. */
-export function kvCacheBytes(l: KvLayout): number {
-  return l.nBlocks * l.blockSize * l.nKvHeads * l.headDim * (l.type === KV_F16 ? 2 : 4);
-}
-
-export function checkDims(op: string, dims: Record<string, number>, allowZero = false): void {
-  for (const [name, v] of Object.entries(dims)) {
-    if (!Number.isSafeInteger(v) || v < 0 || (!allowZero && v === 0)) {
-      throw new CpuKernelError(
-        "cpu_kernel_invalid",
-        `${op}: ${name} must be a positive integer, got ${v}`,
-      );
-    }
-  }
-}
 
 export class Pool {
   readonly #sym: CpuSymbols;
@@ -102,6 +77,59 @@ export class Pool {
       operandPointer(op, "x", x, nTokens * cols * 4),
       operandPointer(op, "y", y, nTokens * rows * 4),
     ];
+  }
+
+  /**
+   * ys[m][t][r] = sum_c W_m[r][c] x[t][c] for up to 8 matrices of width `cols` that share
+   * x: one quantization of x and one pass of the pool over all their rows.
+   */
+  matmulMany(
+    mats: ReadonlyArray<{ type: number; w: Operand; rows: number; y: Operand }>,
+    cols: number,
+    x: Operand,
+    nTokens: number,
+  ): void {
+    if (mats.length < 1 || mats.length > MATMUL_MANY_MAX) {
+      throw new CpuKernelError(
+        "cpu_kernel_invalid",
+        `matmulMany: ${mats.length} matrices (1 to ${MATMUL_MANY_MAX})`,
+      );
+    }
+    const types = new Int32Array(mats.length);
+    const rows = new BigInt64Array(mats.length);
+    const ws = new BigUint64Array(mats.length), ys = new BigUint64Array(mats.length);
+    let px: Deno.PointerObject | null = null;
+    mats.forEach((m, i) => {
+      const [pw, pxm, py] = this.#matmulArgs(
+        "matmulMany",
+        m.type,
+        m.w,
+        m.rows,
+        cols,
+        x,
+        nTokens,
+        m.y,
+      );
+      types[i] = m.type;
+      rows[i] = BigInt(m.rows);
+      ws[i] = BigInt(Deno.UnsafePointer.value(pw));
+      ys[i] = BigInt(Deno.UnsafePointer.value(py));
+      px = pxm;
+    });
+    checkStatus(
+      "matmulMany",
+      this.#sym.nk_matmul_many(
+        this.#p,
+        mats.length,
+        types,
+        ws,
+        rows,
+        BigInt(cols),
+        px,
+        BigInt(nTokens),
+        ys,
+      ),
+    );
   }
 
   /** y[t][r] = sum_c W[r][c] x[t][c], W a ggml tensor of `type` read in place. */
@@ -237,46 +265,6 @@ export class Pool {
     );
   }
 
-  #checkPositions(
-    op: string,
-    l: KvLayout,
-    blockTable: Int32Array,
-    positions: Int32Array,
-    nTokens: number,
-  ): void {
-    checkDims(op, {
-      nTokens,
-      nBlocks: l.nBlocks,
-      blockSize: l.blockSize,
-      nKvHeads: l.nKvHeads,
-      headDim: l.headDim,
-    });
-    if (positions.length < nTokens) {
-      throw new CpuKernelError(
-        "cpu_kernel_invalid",
-        `${op}: ${positions.length} positions for ${nTokens} tokens`,
-      );
-    }
-    for (let t = 0; t < nTokens; t++) {
-      const p = positions[t];
-      const b = Math.floor(p / l.blockSize);
-      if (p < 0 || b >= blockTable.length) {
-        throw new CpuKernelError(
-          "cpu_kernel_invalid",
-          `${op}: position ${p} outside the block table`,
-        );
-      }
-    }
-    for (const b of blockTable) {
-      if (b < 0 || b >= l.nBlocks) {
-        throw new CpuKernelError(
-          "cpu_kernel_invalid",
-          `${op}: block ${b} outside [0, ${l.nBlocks})`,
-        );
-      }
-    }
-  }
-
   /** Writes each token's K and V ([nTokens][nKvHeads][headDim] f32) at its position. */
   kvStore(
     l: KvLayout,
@@ -288,7 +276,7 @@ export class Pool {
     k: Operand,
     v: Operand,
   ): void {
-    this.#checkPositions("kvStore", l, blockTable, positions, nTokens);
+    checkPositions("kvStore", l, blockTable, positions, nTokens);
     const cache = kvCacheBytes(l), row = nTokens * l.nKvHeads * l.headDim * 4;
     checkStatus(
       "kvStore",
@@ -323,7 +311,7 @@ export class Pool {
     nHeads: number,
     scale: number,
   ): void {
-    this.#checkPositions("attention", l, blockTable, positions, nTokens);
+    checkPositions("attention", l, blockTable, positions, nTokens);
     checkDims("attention", { nHeads });
     if (nHeads % l.nKvHeads !== 0) {
       throw new CpuKernelError(
@@ -364,6 +352,30 @@ export class Pool {
         operandPointer("siluMul", "gate", gate, 4 * n),
         operandPointer("siluMul", "up", up, 4 * n),
         BigInt(n),
+      ),
+    );
+  }
+
+  /**
+   * out[r] = the index of the largest value of row r of x[rows][cols] (the first of equal
+   * ones; NaN never wins; 0 for a row of NaN).
+   */
+  argmaxRows(x: Operand, rows: number, cols: number, out: Int32Array): void {
+    checkDims("argmaxRows", { rows, cols });
+    if (out.length < rows) {
+      throw new CpuKernelError(
+        "cpu_kernel_invalid",
+        `argmaxRows: out holds ${out.length} < ${rows}`,
+      );
+    }
+    checkStatus(
+      "argmaxRows",
+      this.#sym.nk_argmax_rows(
+        this.#p,
+        operandPointer("argmaxRows", "x", x, 4 * rows * cols),
+        BigInt(rows),
+        BigInt(cols),
+        operandPointer("argmaxRows", "out", out, 4 * rows),
       ),
     );
   }

@@ -5,7 +5,7 @@
 
 import { buildCpuKernels } from "../../../kernels/build_cpu.ts";
 import type { Rng } from "../../gguf/mod.ts";
-import { CpuKernels } from "./kernels.ts";
+import { CpuKernels, type Pool } from "./kernels.ts";
 
 let kernels: CpuKernels | undefined;
 
@@ -16,6 +16,24 @@ export async function testKernels(): Promise<CpuKernels> {
     kernels = new CpuKernels();
   }
   return kernels;
+}
+
+/** Runs `fn` on a pool per (level, thread count) this CPU has. */
+export async function everyPool(
+  fn: (pool: Pool, what: string, k: CpuKernels) => void,
+): Promise<void> {
+  const k = await testKernels();
+  for (const threads of [1, 2]) {
+    const pool = k.createPool(threads);
+    try {
+      for (const isa of k.supportedIsas()) {
+        pool.isa = isa;
+        fn(pool, `${isa} threads=${threads}`, k);
+      }
+    } finally {
+      pool.destroy();
+    }
+  }
 }
 
 /** n standard-normal f32 values. */

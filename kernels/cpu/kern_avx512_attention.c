@@ -1,0 +1,211 @@
+/*
+ * AVX-512 attention for one (token, kv head): the algorithm of isa_attention.c (online
+ * softmax over tiles of positions, f32 throughout) with each K and V row converted once
+ * for all the query heads that share it, the exponentials sixteen at a time, and every row
+ * of a tile requested from memory as soon as its address is known. A decode step finds
+ * the cache cold (the weights streamed since the previous step have evicted it), so
+ * waiting on the rows one at a time would cost a memory latency per position.
+ */
+#include <math.h>
+
+#include "isa_common.h"
+#include "isa_exp.h"
+#include "kern_avx512.h"
+
+#define MAX_DIM 256
+/* Query heads whose outputs stay in registers while a V row is added to them. */
+#define HEADS_PER_PASS 4
+
+static inline __m512 load16(const void *row, int64_t i, int f16) {
+  if (f16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)));
+  return _mm512_loadu_ps((const float *)row + i);
+}
+
+/* The rows of positions [p0, p0 + n) of kv head kvh, each prefetched. */
+static void tile_rows(const nk_attn *a, const void *cache, int64_t p0, int64_t n, int64_t kvh,
+                      int64_t row_bytes, const void **rows) {
+  const int64_t elt = a->kv_type == NK_F16 ? 2 : 4;
+  int64_t logical = p0 / a->block_size, slot = p0 % a->block_size;
+  for (int64_t j = 0; j < n; j++) {
+    const int64_t off =
+        ((a->block_table[logical] * a->block_size + slot) * a->n_kv_heads + kvh) * a->head_dim;
+    rows[j] = (const uint8_t *)cache + off * elt;
+    for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch((const uint8_t *)rows[j] + o);
+    if (++slot == a->block_size) {
+      slot = 0;
+      logical++;
+    }
+  }
+}
+
+/* Lane j of the result is the sum of the sixteen lanes of p[j]: the horizontal sums of
+ * sixteen vectors by a transposition in three steps (45 operations instead of 16 chains of
+ * reductions). */
+static inline __m512 sum16(const __m512 *p) {
+  __m512 t[8], u[4];
+  /* Per 128-bit lane: rows 2i, 2i + 1, 2i, 2i + 1. */
+  for (int i = 0; i < 8; i++) {
+    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]),
+                         _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
+  }
+  /* Per 128-bit lane: rows 4i .. 4i + 3. */
+  for (int i = 0; i < 4; i++) {
+    const __m512d a = _mm512_castps_pd(t[2 * i]), b = _mm512_castps_pd(t[2 * i + 1]);
+    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  /* Pairs of 128-bit lanes summed, then the other pairs: lane j ends with row j's total. */
+  const __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
+                                  _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+  const __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
+                                  _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));
+}
+
+/* scores[g][j] = scale * q_g . k_j for sixteen rows (a tail repeats a real row) and nd
+ * sixteen-value chunks per row. */
+static inline __attribute__((always_inline)) void scores16(const float *q, int64_t g_n,
+                                                           const void *const *rows, const int nd,
+                                                           int f16, float scale, float *out) {
+  for (int64_t g = 0; g < g_n; g++) {
+    __m512 qv[MAX_DIM / 16], p[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < nd; c++) qv[c] = _mm512_loadu_ps(q + g * nd * 16 + 16 * c);
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+      p[j] = _mm512_mul_ps(qv[0], load16(rows[j], 0, f16));
+#pragma GCC unroll 16
+      for (int c = 1; c < nd; c++) p[j] = _mm512_fmadd_ps(qv[c], load16(rows[j], 16 * c, f16), p[j]);
+    }
+    _mm512_storeu_ps(out + g * NK_ATTN_TILE, _mm512_mul_ps(sum16(p), _mm512_set1_ps(scale)));
+  }
+}
+
+/* scores[g][j] = scale * q_g . k_j for the tile's rows. */
+static void tile_scores(const float *q, int64_t g_n, int64_t d, const void **rows, int64_t n,
+                        int f16, float scale, float *scores) {
+  for (int64_t j = n; j < nk_round_up(n, 16); j++) rows[j] = rows[0];
+  for (int64_t j0 = 0; j0 < n; j0 += 16) {
+    switch (d / 16) {
+      case 2: scores16(q, g_n, rows + j0, 2, f16, scale, scores + j0); break;
+      case 4: scores16(q, g_n, rows + j0, 4, f16, scale, scores + j0); break;
+      case 8: scores16(q, g_n, rows + j0, 8, f16, scale, scores + j0); break;
+      default: {
+        for (int64_t j = j0; j < j0 + 16; j++) {
+          for (int64_t g = 0; g < g_n; g++) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int64_t c = 0; c < d; c += 16)
+              acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * d + c), load16(rows[j], c, f16), acc);
+            scores[g * NK_ATTN_TILE + j] = _mm512_reduce_add_ps(acc) * scale;
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Turns head g's scores into exp(s - running max), rescaling what came before. Returns
+ * the factor the earlier accumulation must be multiplied by. */
+static float tile_softmax(float *s, int64_t n, float *run_max, float *run_sum) {
+  __m512 m = _mm512_set1_ps(-INFINITY);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = n - j >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j)) - 1);
+    m = _mm512_max_ps(m, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, s + j));
+  }
+  const float tile_max = _mm512_reduce_max_ps(m);
+  const float new_max = tile_max > *run_max ? tile_max : *run_max;
+  const float corr = *run_max == -INFINITY ? 0.0f : nk_expf(*run_max - new_max);
+  __m512 sum = _mm512_setzero_ps();
+  const __m512 mx = _mm512_set1_ps(new_max);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = n - j >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j)) - 1);
+    const __m512 e = nk_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), mx));
+    _mm512_mask_storeu_ps(s + j, k, e);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(k, e));
+  }
+  *run_sum = *run_sum * corr + _mm512_reduce_add_ps(sum);
+  *run_max = new_max;
+  return corr;
+}
+
+/* acc[g][0, d) += sum_j p[g][j] * v_j for heads [g0, g0 + gn), gn <= HEADS_PER_PASS. */
+static inline __attribute__((always_inline)) void tile_values(float *acc, const float *p,
+                                                              const void *const *rows, int64_t n,
+                                                              int64_t d, int f16, int64_t g0,
+                                                              const int gn) {
+  for (int64_t c = 0; c < d; c += 64) {
+    const int w = d - c >= 64 ? 4 : (int)((d - c) / 16);
+    __m512 o[HEADS_PER_PASS][4];
+#pragma GCC unroll 4
+    for (int g = 0; g < gn; g++) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) {
+        o[g][i] = i < w ? _mm512_loadu_ps(acc + (g0 + g) * d + c + 16 * i) : _mm512_setzero_ps();
+      }
+    }
+    for (int64_t j = 0; j < n; j++) {
+      __m512 v[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) v[i] = i < w ? load16(rows[j], c + 16 * i, f16) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int g = 0; g < gn; g++) {
+        const __m512 pj = _mm512_set1_ps(p[(g0 + g) * NK_ATTN_TILE + j]);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) o[g][i] = _mm512_fmadd_ps(pj, v[i], o[g][i]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < gn; g++) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) {
+        if (i < w) _mm512_storeu_ps(acc + (g0 + g) * d + c + 16 * i, o[g][i]);
+      }
+    }
+  }
+}
+
+int nk_attend_avx512(const nk_attn *a, int64_t t, int64_t kvh, float *scratch) {
+  const int64_t d = a->head_dim;
+  const int64_t g_n = a->n_heads / a->n_kv_heads;
+  if (d % 16 != 0 || d > MAX_DIM) return 0;
+  const int f16 = a->kv_type == NK_F16;
+  const int64_t row_bytes = d * (f16 ? 2 : 4);
+  const int64_t len = (int64_t)a->positions[t] + 1;
+  float *acc = scratch;
+  float *scores = acc + g_n * d;
+  float *run_max = scores + g_n * NK_ATTN_TILE;
+  float *run_sum = run_max + g_n;
+  const void *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
+  const float *q = a->q + (t * a->n_heads + kvh * g_n) * d;
+  for (int64_t i = 0; i < g_n * d; i++) acc[i] = 0.0f;
+  for (int64_t g = 0; g < g_n; g++) {
+    run_max[g] = -INFINITY;
+    run_sum[g] = 0.0f;
+  }
+  for (int64_t p0 = 0; p0 < len; p0 += NK_ATTN_TILE) {
+    const int64_t n = len - p0 < NK_ATTN_TILE ? len - p0 : NK_ATTN_TILE;
+    tile_rows(a, a->k_cache, p0, n, kvh, row_bytes, krows);
+    tile_rows(a, a->v_cache, p0, n, kvh, row_bytes, vrows);
+    tile_scores(q, g_n, d, krows, n, f16, a->scale, scores);
+    for (int64_t g = 0; g < g_n; g++) {
+      const float corr = tile_softmax(scores + g * NK_ATTN_TILE, n, run_max + g, run_sum + g);
+      if (corr != 1.0f) {
+        for (int64_t i = 0; i < d; i++) acc[g * d + i] *= corr;
+      }
+    }
+    for (int64_t g0 = 0; g0 < g_n; g0 += HEADS_PER_PASS) {
+      switch (g_n - g0 < HEADS_PER_PASS ? g_n - g0 : HEADS_PER_PASS) {
+        case 1: tile_values(acc, scores, vrows, n, d, f16, g0, 1); break;
+        case 2: tile_values(acc, scores, vrows, n, d, f16, g0, 2); break;
+        case 3: tile_values(acc, scores, vrows, n, d, f16, g0, 3); break;
+        default: tile_values(acc, scores, vrows, n, d, f16, g0, 4); break;
+      }
+    }
+  }
+  for (int64_t g = 0; g < g_n; g++) {
+    float *out = a->out + (t * a->n_heads + kvh * g_n + g) * d;
+    const float inv = 1.0f / run_sum[g];
+    for (int64_t i = 0; i < d; i++) out[i] = acc[g * d + i] * inv;
+  }
+  return 1;
+}

@@ -1,0 +1,60 @@
+/**
+ * Native memory for a model's weights: the CPU backend copies every tensor here at load
+ * instead of reading it in place from the mmapped GGUF. Decode streams all weights once
+ * per token, and on the page cache's 4 KiB pages a streaming core loses time to a page walk
+ * every 4 KiB (dearer still under virtualization): measured on a 2-core Sapphire Rapids VM,
+ * Q8_0 decode ran 25 tok/s from the mapping and 31 tok/s from a copy on 2 MiB pages. The
+ * copy costs one pass over the file at load and anonymous memory the size of the weights
+ * (the file's page cache stays reclaimable).
+ *
+ * Tensors are packed back to back, 64-byte aligned, into chunks on transparent huge pages;
+ * a tensor larger than a chunk gets one of its own.
+ */
+
+import type { CpuKernels, NativeBuffer } from "./kernels.ts";
+
+/** Large enough that the tail left unused in each chunk is a small fraction of it. */
+const CHUNK_BYTES = 64 * 1024 * 1024;
+const ALIGN = 64;
+
+export class WeightArena {
+  readonly #chunks: NativeBuffer[] = [];
+  #current: NativeBuffer | null = null;
+  #used = 0;
+
+  constructor(private readonly kernels: CpuKernels) {}
+
+  /** Bytes of native memory held. */
+  get bytes(): number {
+    return this.#chunks.reduce((sum, c) => sum + c.byteLength, 0);
+  }
+
+  /** Copies `bytes` into the arena and returns the address of the copy. */
+  place(bytes: Uint8Array): Deno.PointerObject {
+    const n = Math.max(bytes.byteLength, 1);
+    if (n > CHUNK_BYTES) {
+      const own = this.kernels.allocHuge(n);
+      this.#chunks.push(own);
+      own.u8().set(bytes);
+      return own.pointer;
+    }
+    const offset = Math.ceil(this.#used / ALIGN) * ALIGN;
+    if (this.#current === null || offset + n > this.#current.byteLength) {
+      this.#current = this.kernels.allocHuge(CHUNK_BYTES);
+      this.#chunks.push(this.#current);
+      this.#used = 0;
+      return this.place(bytes);
+    }
+    this.#current.u8().set(bytes, offset);
+    this.#used = offset + n;
+    return Deno.UnsafePointer.offset(this.#current.pointer, offset)!;
+  }
+
+  /** Frees every chunk; addresses handed out become invalid. */
+  free(): void {
+    for (const c of this.#chunks) c.free();
+    this.#chunks.length = 0;
+    this.#current = null;
+    this.#used = 0;
+  }
+}
