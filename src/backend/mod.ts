@@ -15,6 +15,8 @@ export { CudaUnavailableError };
 export interface BackendOptions {
   /** CPU threads (0 = all cores). */
   threads: number;
+  /** CPU: read weights in place from the mmapped file (default true; false copies them). */
+  mmap?: boolean;
   /** CUDA libraries and device ([cuda] of neuron.toml); defaults search the usual places. */
   cuda?: CudaBackendOptions;
 }
@@ -28,7 +30,7 @@ export function createBackend(device: DeviceChoice, options: BackendOptions): Ba
     case "reference":
       return new ReferenceBackend();
     case "cpu":
-      return new CpuBackend({ threads: options.threads });
+      return new CpuBackend({ threads: options.threads, mmap: options.mmap });
     case "cuda":
       return createCudaBackend(options.cuda);
     case "auto":
@@ -37,7 +39,7 @@ export function createBackend(device: DeviceChoice, options: BackendOptions): Ba
       } catch (err) {
         if (!(err instanceof CudaUnavailableError)) throw err;
         log.info("device auto: using the CPU", { reason: err.message });
-        return new CpuBackend({ threads: options.threads });
+        return new CpuBackend({ threads: options.threads, mmap: options.mmap });
       }
   }
 }

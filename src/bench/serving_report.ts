@@ -22,14 +22,15 @@ const SHARED_PROMPT = 2048;
 export async function runServing(
   modelPath: string,
   device: DeviceChoice,
-  threads: number,
+  cpu: { threads: number; mmap: boolean },
   streams: number[],
   gen: number,
 ): Promise<ServingReport> {
   const host = await EngineHost.start({
     modelPath,
     device,
-    threads,
+    threads: cpu.threads,
+    mmap: cpu.mmap,
     contextLength: 0,
     maxSequences: Math.max(...streams),
     maxBatchTokens: 512,

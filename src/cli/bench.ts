@@ -15,7 +15,7 @@ import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
                     [-p 128,512] [-n 128] [-r REPS] [-t THREADS] [--device D]
-                    [--concurrency 1,4,16,32] [--json]
+                    [--mmap 0|1] [--concurrency 1,4,16,32] [--json]
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
 tokens one at a time) in tokens/s, like llama-bench, plus the memory read bandwidth
@@ -31,6 +31,8 @@ tg tok/s x bytes read per token / bandwidth.
   -r, --reps N         repetitions of each test (default 3)
   -t, --threads N      CPU threads (default: all cores)
       --device D       auto | cpu | cuda (default auto)
+      --mmap 0|1       CPU: 1 reads weights in place from the mmapped file (default),
+                       0 copies them onto huge pages at load (llama.cpp's --no-mmap)
   -c, --concurrency L  also serve L concurrent streams each (32-token prompts, -n tokens)
                        through the engine: aggregate decode tok/s and time to first
                        token; then TTFT of a short request behind a 4k-token prompt and
@@ -94,6 +96,7 @@ export const benchCommand: Command = {
         reps: { type: "string", short: "r" },
         threads: { type: "string", short: "t" },
         device: { type: "string" },
+        mmap: { type: "string" },
         concurrency: { type: "string", short: "c" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
@@ -115,10 +118,14 @@ export const benchCommand: Command = {
     if (!["auto", "cpu", "cuda"].includes(device)) {
       throw new UsageError(`bench: unknown device "${device}"`);
     }
+    if (values.mmap !== undefined && !["0", "1"].includes(values.mmap)) {
+      throw new UsageError(`bench: --mmap takes 0 or 1, got "${values.mmap}"`);
+    }
+    const mmap = values.mmap !== "0";
     const path = modelPath(values);
 
     const file = openGguf(path);
-    const backend = createBackend(device, { threads });
+    const backend = createBackend(device, { threads, mmap });
     const maxTokens = Math.max(...prompts, ...gens) + 16;
     const bench = ModelBench.load(file, backend, maxTokens);
     try {
@@ -142,6 +149,7 @@ export const benchCommand: Command = {
           model: label,
           backend: backend.kind,
           threads: nThreads,
+          mmap,
           results: [...pp, ...tg].map((m) => ({
             test: m.test,
             tok_s: mean(m.samples),
@@ -149,13 +157,13 @@ export const benchCommand: Command = {
           })),
         }));
       } else {
-        const head = `| model | size | params | backend | threads | test | t/s |`;
+        const head = `| model | size | params | backend | threads | mmap | test | t/s |`;
         console.log(head);
-        console.log("| --- | ---: | ---: | --- | ---: | ---: | ---: |");
+        console.log("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |");
         for (const m of [...pp, ...tg]) {
           console.log(
             `| ${label} | ${(size / 2 ** 20).toFixed(2)} MiB | ${(params / 1e6).toFixed(2)} M | ` +
-              `${backend.kind} | ${nThreads} | ${m.test} | ${rate(m)} |`,
+              `${backend.kind} | ${nThreads} | ${mmap ? 1 : 0} | ${m.test} | ${rate(m)} |`,
           );
         }
         console.log(
@@ -170,7 +178,7 @@ export const benchCommand: Command = {
       file.close();
     }
     if (concurrency.length > 0) {
-      const serving = await runServing(path, device, threads, concurrency, gens[0]);
+      const serving = await runServing(path, device, { threads, mmap }, concurrency, gens[0]);
       if (values.json) console.log(JSON.stringify(serving));
       else printServing(serving);
     }

@@ -126,6 +126,7 @@ Deno.test("env overrides are typed by the schema and win over the file", async (
       NEURON_PORT: "9000",
       NEURON_HARNESS__NATIVE__HF_CACHE: "/x",
       NEURON_HARNESS__NATIVE__THREADS: "8",
+      NEURON_HARNESS__NATIVE__MMAP: "false",
       NEURON_HARNESS__NATIVE__MODEL_DIRS: '["/models"]',
       NEURON_API_KEY: "secret",
       NEURON_FIXTURES: "/somewhere",
@@ -135,6 +136,7 @@ Deno.test("env overrides are typed by the schema and win over the file", async (
     assertEquals(config.api_key, "secret");
     assertEquals(nativeConfig(config).hf_cache, "/x");
     assertEquals(nativeConfig(config).threads, 8);
+    assertEquals(nativeConfig(config).mmap, false);
     assertEquals(nativeConfig(config).model_dirs, ["/models"]);
     assertEquals(ignoredEnv, ["NEURON_FIXTURES"]);
   });

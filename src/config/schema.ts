@@ -28,6 +28,7 @@ export const nativeSchema = z.strictObject({
   hf_cache: z.string().min(1).optional(),
   model_dirs: z.array(z.string().min(1)).default([]),
   threads: z.int().min(1).max(1024).optional(),
+  mmap: z.boolean().default(true),
   // `reference` is the pure-TypeScript backend: slow, for checking the others.
   device: z.enum(["auto", "cpu", "cuda", "reference"]).default("auto"),
   context_length: z.int().min(1).optional(),

@@ -117,6 +117,7 @@ export class Engine {
         {
           device: options.device,
           threads: options.threads,
+          mmap: options.mmap,
           tensorParallel: options.tensorParallel,
           devices: options.devices,
           cuda: options.cuda,

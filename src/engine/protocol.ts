@@ -131,6 +131,8 @@ export interface EngineOptions {
   device: "auto" | "cpu" | "cuda" | "reference";
   /** CPU threads (0 = all cores). */
   threads: number;
+  /** CPU: weights read in place from the mmapped file (default) or copied (false). */
+  mmap?: boolean;
   /** Cap on the context (0 = the model's). Never silently below what a request needs. */
   contextLength: number;
   /** Sequences decoded together. */

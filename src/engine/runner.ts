@@ -46,6 +46,8 @@ export interface ModelRunner {
 export interface LocalRunnerOptions {
   device: DeviceChoice;
   threads: number;
+  /** CPU: weights read in place from the mmapped file (default) or copied (false). */
+  mmap?: boolean;
   /** Where the CUDA libraries are ([cuda] of neuron.toml). */
   cuda?: { libcuda?: string; libcublas?: string };
   /** Ranks the model is split over (tensor parallelism); 1 or absent: this thread alone. */
@@ -77,6 +79,7 @@ export class LocalRunner implements ModelRunner {
   static open(file: GgufFile, options: LocalRunnerOptions, kv: KvPoolSpec): LocalRunner {
     const backend = createBackend(options.device, {
       threads: options.threads,
+      mmap: options.mmap,
       cuda: { ...options.cuda, device: options.devices?.[0] ?? 0 },
     });
     try {

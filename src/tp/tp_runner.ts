@@ -40,6 +40,8 @@ export interface TpRunnerOptions {
   device: DeviceChoice;
   /** CPU threads of the whole model (0: every core), shared out evenly between the ranks. */
   threads: number;
+  /** CPU: unsliced weights read in place from the mmapped file (default) or copied (false). */
+  mmap?: boolean;
   tensorParallel: number;
   /** The CUDA device of each rank (default 0..N-1). */
   devices?: number[];
@@ -93,7 +95,8 @@ export class TpRunner implements ModelRunner {
     shardDims(file, readQwen3Hparams(file), size);
     const total = options.threads > 0 ? options.threads : navigator.hardwareConcurrency || 1;
     const threads = Math.max(1, Math.floor(total / size));
-    const backend = createBackend(options.device, { threads, cuda: { device: devices[0] } });
+    const mmap = options.mmap ?? true;
+    const backend = createBackend(options.device, { threads, mmap, cuda: { device: devices[0] } });
     if (size > 1 && backend.allReduce === undefined) {
       backend.close();
       throw new ShardError(
@@ -110,7 +113,10 @@ export class TpRunner implements ModelRunner {
       const comm = TpRunner.#rendezvous(pool, backend, size, devices[0]);
       undo.push(() => comm.close());
       TpRunner.#sanityCheck(pool, comm);
-      const shard = TpRunner.#loadShards(pool, comm, file, file.path, backend, threads, kv);
+      const shard = TpRunner.#loadShards(pool, comm, file, file.path, backend, {
+        threads,
+        mmap,
+      }, kv);
       undo.push(() => shard.close());
       mlog.info("tensor-parallel group ready", { devices });
       return new TpRunner(
@@ -214,7 +220,7 @@ export class TpRunner implements ModelRunner {
     file: GgufFile,
     path: string,
     backend: Backend,
-    threads: number,
+    cpu: { threads: number; mmap: boolean },
     kv: KvPoolSpec,
   ): ShardRunner {
     let shard: ShardRunner | null = null;
@@ -224,7 +230,8 @@ export class TpRunner implements ModelRunner {
       model_path: path,
       file_size: file.size,
       device: backend.kind,
-      threads,
+      threads: cpu.threads,
+      mmap: cpu.mmap,
       kv: { block_size: kv.blockSize, n_blocks: kv.nBlocks, dtype: kv.dtype },
     };
     try {

@@ -168,7 +168,11 @@ export class TpWorker {
           `${req.model_path} has ${file.size} bytes here, ${req.file_size} on the leader`,
         );
       }
-      backend = createBackend(req.device, { threads: req.threads, cuda: { device: cudaDevice } });
+      backend = createBackend(req.device, {
+        threads: req.threads,
+        mmap: req.mmap,
+        cuda: { device: cudaDevice },
+      });
       const wants = backend.kind === "cuda" ? "nccl" : "cpu";
       if (comm && comm.kind !== wants) {
         throw new TpError(

@@ -86,9 +86,13 @@ function checkPrompt(s: Session, p: GoldenPrompt, tolerance: number, vocab: numb
   assertEquals(greedy, p.greedy.map((g) => g.id), `${p.name}: greedy continuation`);
 }
 
-function withModel(name: ModelFixture, fn: (s: Session, vocab: number) => void): void {
+function withModel(
+  name: ModelFixture,
+  fn: (s: Session, vocab: number) => void,
+  mmap = true,
+): void {
   const file = openGguf(fixture(`${name}.gguf`));
-  const backend = new CpuBackend({ threads: 2 });
+  const backend = new CpuBackend({ threads: 2, mmap });
   const model = Qwen3Model.load(file, backend);
   try {
     fn(new Session(model, backend), model.hparams.vocabSize);
@@ -107,6 +111,13 @@ for (const name of MODEL_FIXTURES) {
     });
   });
 }
+
+Deno.test("qwen3-small-q4_k_m: weights copied off the mmap (mmap = false) still match llama.cpp", () => {
+  const golden = modelGolden("qwen3-small-q4_k_m");
+  withModel("qwen3-small-q4_k_m", (s, vocab) => {
+    for (const p of golden.prompts) checkPrompt(s, p, LOGIT_TOLERANCE["qwen3-small-q4_k_m"], vocab);
+  }, false);
+});
 
 Deno.test("qwen3-tiny-q8_0: one-batch prefill and token-by-token decode agree", () => {
   const golden = modelGolden("qwen3-tiny-q8_0");
