@@ -16,9 +16,15 @@ export interface ConcurrencyResult {
   ttft_ms: number;
 }
 
+/** Short requests sent, one after another, while the long prompt is prefilled. */
+const BEHIND_SAMPLES = 5;
+
 export interface LatencyResult {
   unloaded_ms: number;
+  /** Mean TTFT of the short requests that arrived during the long prefill. */
   behind_ms: number;
+  behind_max_ms: number;
+  behind_samples: number;
   long_prompt_tokens: number;
 }
 
@@ -109,12 +115,25 @@ export class ServingBench {
       (await timed(this.host, short())).ttftMs,
       (await timed(this.host, short())).ttftMs,
     ]);
-    const long = timed(this.host, request(this.#id(), randomTokens(longTokens, this.vocab, 99), 4));
-    // Arrive once the long prompt's prefill is under way.
-    await new Promise((r) => setTimeout(r, 300));
-    const behind = await timed(this.host, short());
+    let longDone = false;
+    const long = timed(this.host, request(this.#id(), randomTokens(longTokens, this.vocab, 99), 4))
+      .finally(() => (longDone = true));
+    // Arrivals at several points of the long prompt's prefill, each landing at a random
+    // moment of a step in flight.
+    const behind: number[] = [];
+    while (behind.length < BEHIND_SAMPLES) {
+      await new Promise((r) => setTimeout(r, 150 + 100 * behind.length));
+      if (longDone) break;
+      behind.push((await timed(this.host, short())).ttftMs);
+    }
     await long;
-    return { unloaded_ms: unloaded, behind_ms: behind.ttftMs, long_prompt_tokens: longTokens };
+    return {
+      unloaded_ms: unloaded,
+      behind_ms: behind.length > 0 ? mean(behind) : NaN,
+      behind_max_ms: behind.length > 0 ? Math.max(...behind) : NaN,
+      behind_samples: behind.length,
+      long_prompt_tokens: longTokens,
+    };
   }
 
   /** Two requests sharing a long system prompt: the second reuses its cached blocks. */

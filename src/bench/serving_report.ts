@@ -63,7 +63,8 @@ export function printServing(r: ServingReport): void {
   console.log(
     `\nTTFT of a ${SHORT_PROMPT}-token request: ${l.unloaded_ms.toFixed(0)} ms unloaded, ` +
       `${l.behind_ms.toFixed(0)} ms behind a ${l.long_prompt_tokens}-token prompt ` +
-      `(${(l.behind_ms / l.unloaded_ms).toFixed(2)}x)`,
+      `(${(l.behind_ms / l.unloaded_ms).toFixed(2)}x; mean of ${l.behind_samples}, ` +
+      `worst ${l.behind_max_ms.toFixed(0)} ms)`,
   );
   const p = r.prefix;
   console.log(

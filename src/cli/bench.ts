@@ -10,7 +10,7 @@ import {
   syntheticModel,
 } from "../bench/synthetic.ts";
 import { printServing, runServing } from "../bench/serving_report.ts";
-import { type Command, EXIT_OK, parseFlags } from "./command.ts";
+import { type Command, countFlag, EXIT_OK, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
@@ -47,15 +47,6 @@ function list(name: string, value: string | undefined, fallback: number[]): numb
     throw new UsageError(`bench: ${name} must be a comma-separated list of positive integers`);
   }
   return xs;
-}
-
-function positive(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) {
-    throw new UsageError(`bench: ${name} must be a non-negative integer`);
-  }
-  return n;
 }
 
 function modelPath(values: { model?: string; synthetic?: string; quant?: string }): string {
@@ -109,8 +100,8 @@ export const benchCommand: Command = {
     }
     const prompts = list("-p", values.prompt, [512]);
     const gens = list("-n", values.gen, [128]);
-    const reps = Math.max(1, positive("-r", values.reps, 3));
-    const threads = positive("-t", values.threads, 0);
+    const reps = Math.max(1, countFlag("bench", "-r", values.reps, 3));
+    const threads = countFlag("bench", "-t", values.threads, 0);
     const concurrency = values.concurrency === undefined
       ? []
       : list("--concurrency", values.concurrency, []);

@@ -27,3 +27,18 @@ export function parseFlags<T extends ParseArgsConfig & { strict: true }>(
     throw new UsageError(context ? `${context}: ${errorMessage(err)}` : errorMessage(err));
   }
 }
+
+/** A flag's non-negative integer value, `fallback` when absent; anything else is a UsageError. */
+export function countFlag(
+  command: string,
+  name: string,
+  value: string | undefined,
+  fallback: number,
+): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new UsageError(`${command}: ${name} must be a non-negative integer`);
+  }
+  return n;
+}

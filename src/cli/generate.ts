@@ -3,7 +3,7 @@ import { Engine } from "../engine/engine.ts";
 import type { EngineEvent, GenerateRequest, Prompt } from "../engine/protocol.ts";
 import { GREEDY } from "../engine/sampler.ts";
 import { parseMessages } from "../chat/mod.ts";
-import { type Command, EXIT_OK, EXIT_RUNTIME, parseFlags } from "./command.ts";
+import { type Command, countFlag, EXIT_OK, EXIT_RUNTIME, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron generate --model FILE (--tokens IDS | --prompt TEXT | --messages FILE)
@@ -27,15 +27,6 @@ Greedy unless --temperature is above 0. Stops at an end-of-generation token unle
   -t, --threads N       CPU threads (default: all cores)
       --json            print {"ids", "text", "steps": [{"id", "top"}]}
   -h, --help            this text`;
-
-function intArg(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) {
-    throw new UsageError(`generate: ${name} must be a non-negative integer`);
-  }
-  return n;
-}
 
 function promptFrom(values: { tokens?: string; prompt?: string; messages?: string }): Prompt {
   const given = [values.tokens, values.prompt, values.messages].filter((v) => v !== undefined);
@@ -95,7 +86,7 @@ export const generateCommand: Command = {
     const temperature = values.temperature === undefined ? 0 : Number(values.temperature);
     if (!(temperature >= 0)) throw new UsageError("generate: --temperature must be >= 0");
     const prompt = promptFrom(values);
-    const maxTokens = intArg("--max-tokens", values["max-tokens"], 32);
+    const maxTokens = countFlag("generate", "--max-tokens", values["max-tokens"], 32);
     const request: GenerateRequest = {
       id: "cli",
       prompt,
@@ -103,17 +94,19 @@ export const generateCommand: Command = {
       sampling: {
         ...GREEDY,
         temperature,
-        seed: values.seed === undefined ? undefined : intArg("--seed", values.seed, 0),
+        seed: values.seed === undefined
+          ? undefined
+          : countFlag("generate", "--seed", values.seed, 0),
       },
       ignoreEos: values["ignore-eos"] ?? false,
-      topLogits: intArg("--top-logits", values["top-logits"], 0),
+      topLogits: countFlag("generate", "--top-logits", values["top-logits"], 0),
       parseOutput: false,
     };
 
     const engine = Engine.open({
       modelPath: values.model,
       device: device as "auto",
-      threads: intArg("--threads", values.threads, 0),
+      threads: countFlag("generate", "--threads", values.threads, 0),
       contextLength: 0,
       maxSequences: 1,
       maxBatchTokens: 512,

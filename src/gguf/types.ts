@@ -4,6 +4,8 @@
  * so a file that uses one is rejected as an unknown type.
  */
 
+import { GgufError } from "./errors.ts";
+
 export const GgmlType = {
   F32: 0,
   F16: 1,
@@ -96,6 +98,15 @@ const BY_ID = new Map<number, GgmlTypeInfo>(
 /** The traits of type `id`, or undefined for an id ggml does not define. */
 export function ggmlTypeInfo(id: number): GgmlTypeInfo | undefined {
   return BY_ID.get(id);
+}
+
+/** The traits of `type` (traits or id); an id ggml does not define is a GgufError. */
+export function requireGgmlType(type: GgmlTypeInfo | number): GgmlTypeInfo {
+  const info = typeof type === "number" ? ggmlTypeInfo(type) : type;
+  if (info === undefined) {
+    throw new GgufError("gguf_unknown_tensor_type", `unknown ggml type ${String(type)}`);
+  }
+  return info;
 }
 
 /** Every defined type, in id order. */

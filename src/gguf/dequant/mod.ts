@@ -5,7 +5,7 @@
  */
 
 import { GgufError } from "../errors.ts";
-import { GgmlType, type GgmlTypeInfo, ggmlTypeInfo } from "../types.ts";
+import { GgmlType, type GgmlTypeInfo, ggmlTypeInfo, requireGgmlType } from "../types.ts";
 import { dequantizeBf16, dequantizeF16, dequantizeF32 } from "./simple.ts";
 import {
   dequantizeQ4_0,
@@ -46,14 +46,6 @@ export const DEQUANTIZABLE_TYPES: readonly GgmlTypeInfo[] = [...DEQUANTIZERS.key
   .sort((a, b) => a - b)
   .map((id) => ggmlTypeInfo(id)!);
 
-function resolve(type: GgmlTypeInfo | number): GgmlTypeInfo {
-  const info = typeof type === "number" ? ggmlTypeInfo(type) : type;
-  if (info === undefined) {
-    throw new GgufError("gguf_unknown_tensor_type", `unknown ggml type ${String(type)}`);
-  }
-  return info;
-}
-
 /** Whether `type` has a reference dequantizer. */
 export function canDequantize(type: GgmlTypeInfo | number): boolean {
   return DEQUANTIZERS.has(typeof type === "number" ? type : type.id);
@@ -68,7 +60,7 @@ export function dequantizeRow(
   src: Uint8Array,
   dst: Float32Array,
 ): void {
-  const info = resolve(type);
+  const info = requireGgmlType(type);
   const fn = DEQUANTIZERS.get(info.id);
   if (fn === undefined) {
     throw new GgufError("gguf_unsupported", `no reference dequantizer for ${info.name}`);

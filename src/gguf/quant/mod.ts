@@ -4,7 +4,7 @@
  */
 
 import { GgufError } from "../errors.ts";
-import { GgmlType, type GgmlTypeInfo, ggmlTypeInfo } from "../types.ts";
+import { GgmlType, type GgmlTypeInfo, ggmlTypeInfo, requireGgmlType } from "../types.ts";
 import { quantizeBf16, quantizeF16, quantizeF32 } from "./simple.ts";
 import { quantizeQ4_0, quantizeQ4_1, quantizeQ5_0, quantizeQ5_1, quantizeQ8_0 } from "./legacy.ts";
 import {
@@ -41,20 +41,12 @@ export const QUANTIZABLE_TYPES: readonly GgmlTypeInfo[] = [...QUANTIZERS.keys()]
   .sort((a, b) => a - b)
   .map((id) => ggmlTypeInfo(id)!);
 
-function resolve(type: GgmlTypeInfo | number): GgmlTypeInfo {
-  const info = typeof type === "number" ? ggmlTypeInfo(type) : type;
-  if (info === undefined) {
-    throw new GgufError("gguf_unknown_tensor_type", `unknown ggml type ${String(type)}`);
-  }
-  return info;
-}
-
 /**
  * Quantizes all of `src` (a whole number of blocks) into `dst`, which must hold
  * src.length / blockSize * typeSize bytes.
  */
 export function quantizeRow(type: GgmlTypeInfo | number, src: Float32Array, dst: Uint8Array): void {
-  const info = resolve(type);
+  const info = requireGgmlType(type);
   const fn = QUANTIZERS.get(info.id);
   if (fn === undefined) throw new GgufError("gguf_unsupported", `no quantizer for ${info.name}`);
   const n = src.length;
@@ -76,7 +68,7 @@ export function quantizeRow(type: GgmlTypeInfo | number, src: Float32Array, dst:
 
 /** Quantizes `values` (a whole number of blocks) into new bytes. */
 export function quantize(type: GgmlTypeInfo | number, values: Float32Array): Uint8Array {
-  const info = resolve(type);
+  const info = requireGgmlType(type);
   const out = new Uint8Array(Math.ceil(values.length / info.blockSize) * info.typeSize);
   quantizeRow(info, values, out);
   return out;
