@@ -11,24 +11,16 @@
 import { parseArgs } from "node:util";
 import { buildCpuKernels } from "../../kernels/build_cpu.ts";
 import { CpuKernels, type NativeBuffer, type Pool } from "../../src/backend/cpu/kernels.ts";
-import { ggmlTypeByName, type GgmlTypeInfo, randomBlocks, Rng } from "../../src/gguf/mod.ts";
+import {
+  DEQUANTIZABLE_TYPES,
+  ggmlTypeByName,
+  type GgmlTypeInfo,
+  randomBlocks,
+  Rng,
+} from "../../src/gguf/mod.ts";
 import { QWEN3_SHAPES, qwen3TensorPlan } from "../../src/models/qwen3_synthetic.ts";
 
-const ALL_TYPES = [
-  "F32",
-  "F16",
-  "BF16",
-  "Q4_0",
-  "Q4_1",
-  "Q5_0",
-  "Q5_1",
-  "Q8_0",
-  "Q2_K",
-  "Q3_K",
-  "Q4_K",
-  "Q5_K",
-  "Q6_K",
-];
+const ALL_TYPES = DEQUANTIZABLE_TYPES.map((t) => t.name);
 const MATMAT_TYPES = ["Q8_0", "Q4_K", "Q6_K", "F16"];
 /** [rows, cols]: attention and FFN projections and the vocabulary output of Qwen3-0.6B. */
 const SHAPES: Array<[number, number]> = [

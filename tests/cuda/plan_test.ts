@@ -6,6 +6,7 @@
 
 import { assert, assertEquals, assertThrows } from "../support/assert.ts";
 import { ggmlTypeByName } from "../../src/gguf/types.ts";
+import { DEQUANTIZABLE_TYPES } from "../../src/gguf/mod.ts";
 import {
   matvecPlan,
   paddedCols,
@@ -28,23 +29,7 @@ Deno.test("matmul plans: q8_1 units for quantized types, 8-wide floats, generic 
   assertEquals(matvecPlan(t("Q8_0"), 1024), { kind: "q8", name: "q8_0", unitValues: 32 });
   assertEquals(matvecPlan(t("BF16"), 64), { kind: "float", name: "bf16", unitValues: 8 });
   assertEquals(matvecPlan(t("F16"), 36), { kind: "any" });
-  for (
-    const name of [
-      "F32",
-      "F16",
-      "BF16",
-      "Q4_0",
-      "Q4_1",
-      "Q5_0",
-      "Q5_1",
-      "Q8_0",
-      "Q2_K",
-      "Q3_K",
-      "Q4_K",
-      "Q5_K",
-      "Q6_K",
-    ]
-  ) {
+  for (const { name } of DEQUANTIZABLE_TYPES) {
     assert(supportedType(t(name)), name);
   }
   for (const name of ["IQ4_XS", "Q8_K", "I32", "F64"]) assert(!supportedType(t(name)), name);
