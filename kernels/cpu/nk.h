@@ -130,6 +130,11 @@ NK_API int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const f
                            int64_t n);
 NK_API int32_t nk_add(nk_pool *pool, float *out, const float *a, const float *b, int64_t n);
 
+/* Runs a list of ops recorded by the binding (layout in oplist.c) in order; stops at the
+ * first that fails, returning its code with its index in *failed (those before it ran). */
+NK_API int32_t nk_run_ops(nk_pool *pool, const double *ops, int64_t n_words, const int32_t *ints,
+                          int32_t *failed);
+
 NK_API void nk_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 /* Round to nearest even, like F16C. */
 NK_API void nk_f32_to_f16(const float *src, uint16_t *dst, int64_t n);

@@ -1,8 +1,10 @@
 /**
  * The Backend on the native CPU kernel library: weights are read in place from the
  * mmapped GGUF (or, with mmap off, copied into an arena on huge pages: weight_arena.ts says
- * why), activations and the KV cache live in native memory, and every op is one synchronous FFI call into a thread pool owned by this
- * backend (one per model).
+ * why), activations and the KV cache live in native memory, and the ops run on a thread
+ * pool owned by this backend (one per model). Ops are recorded in the pool's op list (their
+ * arguments checked then) and run in one FFI call when something reads native memory
+ * back: read, argmaxRows, gatherRows, allReduce, or freeing an activation they may use.
  */
 
 import type {
@@ -140,6 +142,7 @@ export class CpuBackend implements Backend {
   free(a: Activation): void {
     const src = act(a);
     if (!src.owner) return;
+    this.pool.queue.flush();
     src.buffer.free();
     this.#owned.delete(src.buffer);
   }
@@ -165,18 +168,18 @@ export class CpuBackend implements Backend {
 
   embed(out: Activation, table: Weight, ids: Int32Array): void {
     const t = weight(table);
-    this.pool.getRows(t.type.id, t.pointer, t.rows, t.cols, ids, act(out).pointer);
+    this.pool.queue.getRows(t.type.id, t.pointer, t.rows, t.cols, ids, act(out).pointer);
   }
 
   rmsNorm(out: Activation, x: Activation, w: Weight, dim: number, eps: number): void {
     const a = act(x);
     const nRows = (a.rows * a.cols) / dim;
-    this.pool.rmsnorm(act(out).pointer, a.pointer, weight(w).pointer, nRows, dim, eps);
+    this.pool.queue.rmsnorm(act(out).pointer, a.pointer, weight(w).pointer, nRows, dim, eps);
   }
 
   matmul(out: Activation, w: Weight, x: Activation): void {
     const W = weight(w);
-    this.pool.matmul(
+    this.pool.queue.matmul(
       W.type.id,
       W.pointer,
       W.rows,
@@ -204,7 +207,7 @@ export class CpuBackend implements Backend {
         const W = weight(w);
         return { type: W.type.id, w: W.pointer, rows: W.rows, y: act(outs[i + j]).pointer };
       });
-      this.pool.matmulMany(mats, cols, a.pointer, a.rows);
+      this.pool.queue.matmulMany(mats, cols, a.pointer, a.rows);
     }
   }
 
@@ -216,13 +219,13 @@ export class CpuBackend implements Backend {
     freqBase: number,
   ): void {
     const a = act(x);
-    this.pool.ropeNeox(a.pointer, a.rows, nHeads, headDim, layout.positions, freqBase);
+    this.pool.queue.ropeNeox(a.pointer, a.rows, nHeads, headDim, layout.positions, freqBase);
   }
 
   storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void {
     const c = cache as CpuKvCache;
     for (const seq of layout.sequences) {
-      this.pool.kvStore(
+      this.pool.queue.kvStore(
         c.layout,
         c.k[layer],
         c.v[layer],
@@ -245,7 +248,7 @@ export class CpuBackend implements Backend {
   ): void {
     const c = cache as CpuKvCache;
     for (const seq of layout.sequences) {
-      this.pool.attention(
+      this.pool.queue.attention(
         c.layout,
         act(out).row(seq.rowStart),
         act(q).row(seq.rowStart),
@@ -262,15 +265,16 @@ export class CpuBackend implements Backend {
 
   siluMul(out: Activation, gate: Activation, up: Activation): void {
     const g = act(gate);
-    this.pool.siluMul(act(out).pointer, g.pointer, act(up).pointer, g.rows * g.cols);
+    this.pool.queue.siluMul(act(out).pointer, g.pointer, act(up).pointer, g.rows * g.cols);
   }
 
   add(out: Activation, a: Activation, b: Activation): void {
     const x = act(a);
-    this.pool.add(act(out).pointer, x.pointer, act(b).pointer, x.rows * x.cols);
+    this.pool.queue.add(act(out).pointer, x.pointer, act(b).pointer, x.rows * x.cols);
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {
+    this.pool.queue.flush();
     const src = act(a);
     const dst = act(out).buffer.f32();
     const all = src.buffer.f32();
@@ -280,6 +284,7 @@ export class CpuBackend implements Backend {
   }
 
   allReduce(a: Activation, group: Collective): void {
+    this.pool.queue.flush();
     const x = act(a);
     group.allReduceSum(BigInt(Deno.UnsafePointer.value(x.pointer)), x.rows * x.cols, "f32", null);
   }
@@ -290,6 +295,7 @@ export class CpuBackend implements Backend {
 
   /** Greedy decoding's argmax, on the native rows: no copy of the logits to the JS heap. */
   argmaxRows(a: Activation): Int32Array {
+    this.pool.queue.flush();
     const src = act(a);
     const out = new Int32Array(src.rows);
     if (src.rows > 0) this.pool.argmaxRows(src.pointer, src.rows, src.cols, out);
@@ -297,11 +303,14 @@ export class CpuBackend implements Backend {
   }
 
   read(a: Activation): Float32Array {
+    this.pool.queue.flush();
     const src = act(a);
     return src.buffer.f32().slice(0, src.rows * src.cols);
   }
 
   close(): void {
+    // What the recorded ops would compute can no longer be read.
+    this.pool.queue.discard();
     for (const b of this.#owned) b.free();
     this.#owned.clear();
     this.#weights.free();

@@ -2,8 +2,8 @@
  * A thin typed wrapper over the CPU kernel library: native buffers, and a `Pool` (one per
  * loaded model: its own threads and scratch) whose methods are the kernels. Operands are
  * native buffers, typed arrays or raw addresses (weights in the mmapped GGUF); sizes are
- * checked wherever the operand carries one. Calls are synchronous (an FFI call costs
- * nanoseconds; the kernels themselves are multithreaded).
+ * checked wherever the operand carries one. A pool's methods run synchronously; its op
+ * list records ops to run many in one call (op_list.ts says why).
  */
 
 import { ggmlTypeInfo } from "../../gguf/mod.ts";

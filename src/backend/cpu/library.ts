@@ -91,6 +91,10 @@ export const CPU_SYMBOLS = {
   },
   nk_add: { parameters: ["pointer", "pointer", "pointer", "pointer", "i64"], result: "i32" },
   nk_argmax_rows: { parameters: ["pointer", "pointer", "i64", "i64", "pointer"], result: "i32" },
+  nk_run_ops: {
+    parameters: ["pointer", "buffer", "i64", "buffer", "buffer"],
+    result: "i32",
+  },
   nk_f16_to_f32: { parameters: ["pointer", "pointer", "i64"], result: "void" },
   nk_f32_to_f16: { parameters: ["pointer", "pointer", "i64"], result: "void" },
   nk_bandwidth: { parameters: ["pointer", "u64", "i32"], result: "f64" },

@@ -1,0 +1,116 @@
+/*
+ * nk_run_ops: a recorded sequence of ops run by one call. The binding records a forward
+ * pass op by op and runs it when a result is needed, so the per-op cost of a foreign call
+ * (argument conversion and a round trip through the JavaScript engine, microseconds each)
+ * is paid once per batch instead of ~420 times per decoded token, and the pool's workers
+ * go from one op to the next without waiting on the JavaScript thread.
+ *
+ * Every word of the list is a double: integers and x86-64 user-space addresses (< 2^47)
+ * are exact in one, and the binding then fills a Float64Array without BigInt conversions.
+ * Integer arrays (token ids, positions, block tables) are copied into `ints` at record
+ * time, so the caller may reuse its own arrays before the list runs; ops refer to them by
+ * offset.
+ */
+#include "nk_internal.h"
+
+/* Op codes; each op is [code, words of the whole op, arguments...]. */
+enum {
+  OP_GET_ROWS = 1,
+  OP_RMSNORM = 2,
+  OP_MATMUL = 3,
+  OP_ROPE = 4,
+  OP_KV_STORE = 5,
+  OP_ATTENTION = 6,
+  OP_SILU_MUL = 7,
+  OP_ADD = 8,
+};
+
+#define HEADER 2
+#define MATMUL_FIXED 4
+#define MATMUL_PER 4
+#define MANY_MAX 8
+
+static int64_t i64(double d) {
+  return (int64_t)d;
+}
+
+static void *ptr(double d) {
+  return (void *)(uintptr_t)(uint64_t)d;
+}
+
+static int32_t run_matmul(nk_pool *pool, const double *a, int64_t words) {
+  const int64_t n = i64(a[0]);
+  if (n < 1 || n > MANY_MAX || words != HEADER + MATMUL_FIXED + n * MATMUL_PER) return NK_EINVAL;
+  int32_t types[MANY_MAX];
+  const void *ws[MANY_MAX];
+  int64_t rows[MANY_MAX];
+  float *ys[MANY_MAX];
+  for (int64_t m = 0; m < n; m++) {
+    const double *p = a + MATMUL_FIXED + m * MATMUL_PER;
+    types[m] = (int32_t)i64(p[0]);
+    ws[m] = ptr(p[1]);
+    rows[m] = i64(p[2]);
+    ys[m] = ptr(p[3]);
+  }
+  return nk_matmul_many(pool, (int32_t)n, types, ws, rows, i64(a[1]), ptr(a[2]), i64(a[3]), ys);
+}
+
+/* Arguments of each fixed-size op, the header excluded. */
+static int64_t fixed_words(int32_t code) {
+  switch (code) {
+    case OP_GET_ROWS: return 7;
+    case OP_RMSNORM: return 6;
+    case OP_ROPE: return 6;
+    case OP_KV_STORE: return 11;
+    case OP_ATTENTION: return 13;
+    case OP_SILU_MUL: return 4;
+    case OP_ADD: return 4;
+    default: return -1;
+  }
+}
+
+static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t words,
+                      const int32_t *ints) {
+  if (code == OP_MATMUL) return run_matmul(pool, a, words);
+  if (words != HEADER + fixed_words(code)) return NK_EINVAL;
+  switch (code) {
+    case OP_GET_ROWS:
+      return nk_get_rows(pool, (int32_t)i64(a[0]), ptr(a[1]), i64(a[2]), i64(a[3]),
+                         ints + i64(a[4]), i64(a[5]), ptr(a[6]));
+    case OP_RMSNORM:
+      return nk_rmsnorm(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]), i64(a[4]), (float)a[5]);
+    case OP_ROPE:
+      return nk_rope_neox(pool, ptr(a[0]), i64(a[1]), i64(a[2]), i64(a[3]), ints + i64(a[4]),
+                          (float)a[5]);
+    case OP_KV_STORE:
+      return nk_kv_store(pool, ptr(a[0]), ptr(a[1]), (int32_t)i64(a[2]), i64(a[3]),
+                         ints + i64(a[4]), ints + i64(a[5]), i64(a[6]), i64(a[7]), i64(a[8]),
+                         ptr(a[9]), ptr(a[10]));
+    case OP_ATTENTION:
+      return nk_attention(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), ptr(a[3]), (int32_t)i64(a[4]),
+                          i64(a[5]), ints + i64(a[6]), ints + i64(a[7]), i64(a[8]), i64(a[9]),
+                          i64(a[10]), i64(a[11]), (float)a[12]);
+    case OP_SILU_MUL: return nk_silu_mul(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
+    case OP_ADD: return nk_add(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
+    default: return NK_EINVAL;
+  }
+}
+
+int32_t nk_run_ops(nk_pool *pool, const double *ops, int64_t n_words, const int32_t *ints,
+                   int32_t *failed) {
+  if (!pool || !ops || n_words < 0 || !failed) return NK_EINVAL;
+  int32_t index = 0;
+  for (int64_t at = 0; at < n_words; index++) {
+    const int64_t words = at + HEADER <= n_words ? i64(ops[at + 1]) : 0;
+    int32_t rc = NK_EINVAL;
+    if (words >= HEADER && at + words <= n_words) {
+      rc = run_op(pool, (int32_t)i64(ops[at]), ops + at + HEADER, words, ints);
+    }
+    if (rc != NK_OK) {
+      *failed = index;
+      return rc;
+    }
+    at += words;
+  }
+  return NK_OK;
+}

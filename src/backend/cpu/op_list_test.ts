@@ -1,0 +1,160 @@
+/**
+ * Checker for the recorded op list: a transformer layer's ops recorded and run by one
+ * flush give bit-identical results to the same ops run one by one, at every level with 1
+ * and 2 threads; a failure the kernels detect surfaces at the flush, named after its op,
+ * and leaves the list empty and usable; arrays the caller reuses after recording do not
+ * change what runs.
+ */
+
+import {
+  assert,
+  assertEquals,
+  assertStringIncludes,
+  assertThrows,
+} from "../../../tests/support/assert.ts";
+import { GgmlType, randomBlocks, Rng } from "../../gguf/mod.ts";
+import { CpuKernelError } from "./errors.ts";
+import { type CpuKernels, KV_F16, type KvLayout, type NativeBuffer } from "./kernels.ts";
+import type { OpList } from "./op_list.ts";
+import { everyPool, randomF32, testKernels } from "./testing.ts";
+
+type Ops = Pick<
+  OpList,
+  | "getRows"
+  | "rmsnorm"
+  | "matmulMany"
+  | "matmul"
+  | "ropeNeox"
+  | "kvStore"
+  | "attention"
+  | "siluMul"
+  | "add"
+>;
+
+const DIM = 256, HEADS = 4, KV_HEADS = 2, HEAD_DIM = 64, FF = 512, VOCAB = 16;
+const LAYOUT: KvLayout = {
+  type: KV_F16,
+  nBlocks: 4,
+  blockSize: 4,
+  nKvHeads: KV_HEADS,
+  headDim: HEAD_DIM,
+};
+
+interface Inputs {
+  table: Uint8Array;
+  norm: Float32Array;
+  wq: Uint8Array;
+  wk: Uint8Array;
+  wv: Uint8Array;
+  wo: Uint8Array;
+  wGate: Uint8Array;
+  wUp: Uint8Array;
+}
+
+function inputs(rng: Rng): Inputs {
+  const q8 = (rows: number, cols: number): Uint8Array =>
+    randomBlocks(GgmlType.Q8_0, (rows * cols) / 32, rng);
+  const q4k = (rows: number, cols: number): Uint8Array =>
+    randomBlocks(GgmlType.Q4_K, (rows * cols) / 256, rng);
+  return {
+    table: q8(VOCAB, DIM),
+    norm: randomF32(rng, DIM),
+    wq: q4k(HEADS * HEAD_DIM, DIM),
+    wk: q8(KV_HEADS * HEAD_DIM, DIM),
+    wv: q8(KV_HEADS * HEAD_DIM, DIM),
+    wo: q8(DIM, HEADS * HEAD_DIM),
+    wGate: q4k(FF, DIM),
+    wUp: q8(FF, DIM),
+  };
+}
+
+/** Runs one layer of two tokens through `ops`; returns every buffer it wrote. */
+function layer(k: CpuKernels, ops: Ops, w: Inputs, done: () => void): NativeBuffer[] {
+  const n = 2;
+  const buf = (cols: number): NativeBuffer => k.alloc(n * cols * 4);
+  const [x, xn, q, kk, v, attn, proj, gate, up] = [DIM, DIM, DIM, 128, 128, DIM, DIM, FF, FF]
+    .map(buf);
+  const kCache = k.alloc(4 * 4 * 128 * 2), vCache = k.alloc(4 * 4 * 128 * 2);
+  const ids = Int32Array.of(3, 11), positions = Int32Array.of(4, 5), blocks = Int32Array.of(2, 0);
+  ops.getRows(GgmlType.Q8_0, w.table, VOCAB, DIM, ids, x);
+  ops.rmsnorm(xn, x, w.norm, n, DIM, 1e-6);
+  ops.matmulMany(
+    [
+      { type: GgmlType.Q4_K, w: w.wq, rows: DIM, y: q },
+      { type: GgmlType.Q8_0, w: w.wk, rows: 128, y: kk },
+      { type: GgmlType.Q8_0, w: w.wv, rows: 128, y: v },
+    ],
+    DIM,
+    xn,
+    n,
+  );
+  ops.rmsnorm(q, q, null, n * HEADS, HEAD_DIM, 1e-6);
+  ops.ropeNeox(q, n, HEADS, HEAD_DIM, positions, 10000);
+  ops.ropeNeox(kk, n, KV_HEADS, HEAD_DIM, positions, 10000);
+  ops.kvStore(LAYOUT, kCache, vCache, blocks, positions, n, kk, v);
+  ops.attention(LAYOUT, attn, q, kCache, vCache, blocks, positions, n, HEADS, 0.125);
+  ops.matmul(GgmlType.Q8_0, w.wo, DIM, DIM, attn, n, proj);
+  ops.add(x, x, proj, n * DIM);
+  ops.matmulMany(
+    [
+      { type: GgmlType.Q4_K, w: w.wGate, rows: FF, y: gate },
+      { type: GgmlType.Q8_0, w: w.wUp, rows: FF, y: up },
+    ],
+    DIM,
+    x,
+    n,
+  );
+  ops.siluMul(gate, gate, up, n * FF);
+  // The recorded ops hold copies of these: scribbling on them must change nothing.
+  ids.fill(0);
+  positions.fill(0);
+  blocks.fill(1);
+  done();
+  return [x, xn, q, kk, v, attn, proj, gate, up, kCache, vCache];
+}
+
+Deno.test("recorded ops run by one flush match the same ops run one by one, bit for bit", async () => {
+  const rng = new Rng(41);
+  const w = inputs(rng);
+  await everyPool((pool, what, k) => {
+    const now = layer(k, pool, w, () => {});
+    const later = layer(k, pool.queue, w, () => {
+      assertEquals(pool.queue.pending, 12, what);
+      pool.queue.flush();
+    });
+    assertEquals(pool.queue.pending, 0);
+    now.forEach((b, i) => {
+      assert(b.u8().some((v) => v !== 0), `${what}: buffer ${i} was written`);
+      assertEquals(later[i].u8(), b.u8(), `${what}: buffer ${i}`);
+      b.free();
+      later[i].free();
+    });
+  });
+});
+
+Deno.test("a kernel's refusal surfaces at the flush and leaves the list empty", async () => {
+  const k = await testKernels();
+  const pool = k.createPool(2);
+  const x = k.alloc(64 * 4), y = k.alloc(64 * 4);
+  x.f32().fill(2);
+  pool.queue.add(y, x, x, 64);
+  // A negative epsilon is only refused by the kernel.
+  pool.queue.rmsnorm(y, x, null, 1, 64, -1);
+  pool.queue.add(x, x, x, 64);
+  const err = assertThrows(() => pool.queue.flush(), CpuKernelError);
+  assertEquals(err.code, "cpu_kernel_invalid");
+  assertStringIncludes(err.message, "rmsnorm");
+  assertEquals(pool.queue.pending, 0);
+  // The op before the failed one ran; the one after it did not.
+  assertEquals(y.f32()[0], 4);
+  assertEquals(x.f32()[0], 2);
+  // Argument checks still throw at record time and record nothing.
+  assertThrows(() => pool.queue.add(y, x, x, 65), CpuKernelError);
+  assertEquals(pool.queue.pending, 0);
+  pool.queue.add(x, x, x, 64);
+  pool.queue.flush();
+  assertEquals(x.f32()[0], 4);
+  pool.destroy();
+  x.free();
+  y.free();
+});
