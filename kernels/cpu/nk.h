@@ -107,18 +107,21 @@ NK_API int32_t nk_rope_neox(nk_pool *pool, float *x, int64_t n_tokens, int64_t n
                             int64_t head_dim, const int32_t *positions, float freq_base);
 
 /* Paged KV cache: k_cache and v_cache are [n_blocks][block_size][n_kv_heads][head_dim] of
- * kv_type (NK_F32 or NK_F16); block_table maps a sequence's position / block_size to a
- * cache block. k and v are [n_tokens][n_kv_heads][head_dim] f32. */
+ * kv_type (NK_F32 or NK_F16). A step's rows belong to n_seqs sequences: seqs holds a
+ * triple (row_start, row_count, table_len) per sequence, tables their block tables one
+ * after another (position / block_size -> cache block), positions one entry per row.
+ * k and v are [rows][n_kv_heads][head_dim] f32. */
 NK_API int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type,
-                           int64_t block_size, const int32_t *block_table, const int32_t *positions,
-                           int64_t n_tokens, int64_t n_kv_heads, int64_t head_dim, const float *k,
-                           const float *v);
-/* out and q are [n_tokens][n_heads][head_dim]; token t attends to its sequence's cache
- * positions 0..positions[t]. */
+                           int64_t block_size, int32_t n_seqs, const int32_t *seqs,
+                           const int32_t *tables, const int32_t *positions, int64_t n_kv_heads,
+                           int64_t head_dim, const float *k, const float *v);
+/* out and q are [rows][n_heads][head_dim]; each row attends to its sequence's cache
+ * positions 0..positions[row]. */
 NK_API int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_cache,
                             const void *v_cache, int32_t kv_type, int64_t block_size,
-                            const int32_t *block_table, const int32_t *positions, int64_t n_tokens,
-                            int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale);
+                            int32_t n_seqs, const int32_t *seqs, const int32_t *tables,
+                            const int32_t *positions, int64_t n_heads, int64_t n_kv_heads,
+                            int64_t head_dim, float scale);
 
 /* out[r] = the index of the largest value of row r of x[rows][cols]: the first of equal
  * ones, NaN never; 0 for a row of NaN. */

@@ -171,6 +171,10 @@ typedef struct {
   nk_qact act;
 } nk_mm;
 
+/* Below this many values an op runs on the calling thread only: waking the workers costs
+ * more than a decode step's norms and adds. */
+#define PARALLEL_MIN 32768
+
 /* Attention over the paged cache for one (token, kv head): all query heads of the group. */
 typedef struct {
   float *out;

@@ -61,8 +61,8 @@ static int64_t fixed_words(int32_t code) {
     case OP_GET_ROWS: return 7;
     case OP_RMSNORM: return 6;
     case OP_ROPE: return 6;
-    case OP_KV_STORE: return 11;
-    case OP_ATTENTION: return 13;
+    case OP_KV_STORE: return 12;
+    case OP_ATTENTION: return 14;
     case OP_SILU_MUL: return 4;
     case OP_ADD: return 4;
     default: return -1;
@@ -84,12 +84,12 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
                           (float)a[5]);
     case OP_KV_STORE:
       return nk_kv_store(pool, ptr(a[0]), ptr(a[1]), (int32_t)i64(a[2]), i64(a[3]),
-                         ints + i64(a[4]), ints + i64(a[5]), i64(a[6]), i64(a[7]), i64(a[8]),
-                         ptr(a[9]), ptr(a[10]));
+                         (int32_t)i64(a[4]), ints + i64(a[5]), ints + i64(a[6]), ints + i64(a[7]),
+                         i64(a[8]), i64(a[9]), ptr(a[10]), ptr(a[11]));
     case OP_ATTENTION:
       return nk_attention(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), ptr(a[3]), (int32_t)i64(a[4]),
-                          i64(a[5]), ints + i64(a[6]), ints + i64(a[7]), i64(a[8]), i64(a[9]),
-                          i64(a[10]), i64(a[11]), (float)a[12]);
+                          i64(a[5]), (int32_t)i64(a[6]), ints + i64(a[7]), ints + i64(a[8]),
+                          ints + i64(a[9]), i64(a[10]), i64(a[11]), i64(a[12]), (float)a[13]);
     case OP_SILU_MUL: return nk_silu_mul(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
     case OP_ADD: return nk_add(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
     default: return NK_EINVAL;

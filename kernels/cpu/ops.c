@@ -9,9 +9,6 @@
 
 #include "dequant_ref.h"
 
-/* Below this many values an op runs on the calling thread only. */
-#define PARALLEL_MIN 32768
-
 typedef struct {
   nk_pool *pool;
   const nk_isa_ops *ops;
@@ -154,111 +151,6 @@ int32_t nk_rope_neox(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads,
   } else {
     nk_pool_run(pool, rope_task, &r);
   }
-  return NK_OK;
-}
-
-static int32_t check_cache(int32_t kv_type, int64_t block_size, const int32_t *block_table,
-                           const int32_t *positions, int64_t n_tokens, int64_t n_kv_heads,
-                           int64_t head_dim) {
-  if ((kv_type != NK_F32 && kv_type != NK_F16) || block_size <= 0 || !block_table || !positions ||
-      n_tokens < 0 || n_kv_heads <= 0 || head_dim <= 0) {
-    return NK_EINVAL;
-  }
-  for (int64_t t = 0; t < n_tokens; t++) {
-    if (positions[t] < 0) return NK_EINVAL;
-  }
-  return NK_OK;
-}
-
-typedef struct {
-  const nk_isa_ops *ops;
-  void *k_cache, *v_cache;
-  int32_t kv_type;
-  int64_t block_size;
-  const int32_t *block_table, *positions;
-  int64_t n_tokens, width;
-  const float *k, *v;
-} store_args;
-
-static void store_row(const nk_isa_ops *ops, void *cache, int32_t kv_type, int64_t slot,
-                      int64_t width, const float *src) {
-  if (kv_type == NK_F32) {
-    memcpy((float *)cache + slot * width, src, (size_t)width * 4);
-  } else {
-    ops->f16_store((uint16_t *)cache + slot * width, src, width);
-  }
-}
-
-static void store_task(void *arg, int32_t ith, int32_t nth) {
-  const store_args *s = arg;
-  for (int64_t t = ith; t < s->n_tokens; t += nth) {
-    const int64_t pos = s->positions[t];
-    const int64_t slot =
-        (int64_t)s->block_table[pos / s->block_size] * s->block_size + pos % s->block_size;
-    store_row(s->ops, s->k_cache, s->kv_type, slot, s->width, s->k + t * s->width);
-    store_row(s->ops, s->v_cache, s->kv_type, slot, s->width, s->v + t * s->width);
-  }
-}
-
-int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type,
-                    int64_t block_size, const int32_t *block_table, const int32_t *positions,
-                    int64_t n_tokens, int64_t n_kv_heads, int64_t head_dim, const float *k,
-                    const float *v) {
-  if (!pool || !k_cache || !v_cache || !k || !v ||
-      check_cache(kv_type, block_size, block_table, positions, n_tokens, n_kv_heads, head_dim) !=
-          NK_OK) {
-    return NK_EINVAL;
-  }
-  store_args s = {nk_pool_ops(pool), k_cache,   v_cache,  kv_type,
-                  block_size,        block_table, positions, n_tokens,
-                  n_kv_heads * head_dim, k, v};
-  if (n_tokens * s.width < PARALLEL_MIN) {
-    store_task(&s, 0, 1);
-  } else {
-    nk_pool_run(pool, store_task, &s);
-  }
-  return NK_OK;
-}
-
-int64_t nk_attend_scratch_floats(const nk_attn *a) {
-  const int64_t g = a->n_heads / a->n_kv_heads;
-  return g * a->head_dim + g * NK_ATTN_TILE + 2 * g + NK_ATTN_TILE * a->head_dim;
-}
-
-typedef struct {
-  nk_pool *pool;
-  nk_attn attn;
-} attn_task_args;
-
-static void attn_task(void *arg, int32_t ith, int32_t nth) {
-  (void)nth;
-  const attn_task_args *t = arg;
-  const nk_attn *a = &t->attn;
-  const nk_isa_ops *ops = nk_pool_ops(t->pool);
-  float *scratch = nk_pool_scratch(t->pool, ith);
-  const int64_t n_items = a->n_tokens * a->n_kv_heads;
-  /* Latest tokens first: they attend to the most positions, so the tail balances. */
-  for (int64_t i = nk_pool_next(t->pool); i < n_items; i = nk_pool_next(t->pool)) {
-    const int64_t tok = a->n_tokens - 1 - i / a->n_kv_heads;
-    ops->attend_item(a, tok, i % a->n_kv_heads, scratch);
-  }
-}
-
-int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_cache,
-                     const void *v_cache, int32_t kv_type, int64_t block_size,
-                     const int32_t *block_table, const int32_t *positions, int64_t n_tokens,
-                     int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale) {
-  if (!pool || !out || !q || !k_cache || !v_cache || n_heads <= 0 ||
-      check_cache(kv_type, block_size, block_table, positions, n_tokens, n_kv_heads, head_dim) !=
-          NK_OK ||
-      n_heads % n_kv_heads != 0 || !isfinite(scale)) {
-    return NK_EINVAL;
-  }
-  attn_task_args t = {pool,
-                      {out, q, k_cache, v_cache, kv_type, block_size, block_table, positions,
-                       n_tokens, n_heads, n_kv_heads, head_dim, scale}};
-  if (nk_pool_reserve(pool, nk_attend_scratch_floats(&t.attn) * 4) != NK_OK) return NK_ENOMEM;
-  nk_pool_run(pool, attn_task, &t);
   return NK_OK;
 }
 

@@ -9,6 +9,7 @@ import { assert, assertEquals, assertThrows } from "../../../tests/support/asser
 import { f16ToF32, f32ToF16, Rng } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
 import { KV_F16, KV_F32, type KvLayout, type KvType } from "./kernels.ts";
+import type { KvSequence } from "./kv_layout.ts";
 import { maxAbsDiff, randomF32, testKernels } from "./testing.ts";
 
 interface Setup {
@@ -43,6 +44,11 @@ const SETUPS: Setup[] = [
     chunks: [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11, 12]],
   },
 ];
+
+/** The whole call as one sequence. */
+function one(blockTable: Int32Array, rowCount: number): KvSequence[] {
+  return [{ rowStart: 0, rowCount, blockTable }];
+}
 
 /** What the cache holds for a value written as f32. */
 function stored(type: KvType, v: number): number {
@@ -91,9 +97,9 @@ Deno.test("kv_store + attention match a float64 causal GQA reference over a page
               kIn.set(keys.subarray(p * kvWidth, (p + 1) * kvWidth), t * kvWidth);
               vIn.set(vals.subarray(p * kvWidth, (p + 1) * kvWidth), t * kvWidth);
             });
-            pool.kvStore(layout, kc, vc, table, pos, n, kIn, vIn);
+            pool.kvStore(layout, kc, vc, one(table, n), pos, kIn, vIn);
             const out = new Float32Array(queries[c].length).fill(NaN);
-            pool.attention(layout, out, queries[c], kc, vc, table, pos, n, s.nHeads, scale);
+            pool.attention(layout, out, queries[c], kc, vc, one(table, n), pos, s.nHeads, scale);
             const err = maxAbsDiff(out, wants[c]);
             assert(err < (type === KV_F16 ? 2e-5 : 1e-5), `${what} chunk at ${chunk[0]}: ${err}`);
           });
@@ -178,17 +184,83 @@ Deno.test("kv ops reject positions outside the block table and blocks outside th
     ], [Int32Array.of(0), Int32Array.of(-1)]]
   ) {
     const err = assertThrows(
-      () => pool.kvStore(layout, kc, vc, table, pos, 1, kv, kv),
+      () => pool.kvStore(layout, kc, vc, one(table, 1), pos, kv, kv),
       CpuKernelError,
     );
     assertEquals(err.code, "cpu_kernel_invalid");
-    assertThrows(() => pool.attention(layout, kv, kv, kc, vc, table, pos, 1, 1, 1), CpuKernelError);
+    assertThrows(
+      () => pool.attention(layout, kv, kv, kc, vc, one(table, 1), pos, 1, 1),
+      CpuKernelError,
+    );
   }
   assertThrows(
-    () => pool.attention(layout, kv, kv, kc, vc, Int32Array.of(0), Int32Array.of(0), 1, 3, 1),
+    () => pool.attention(layout, kv, kv, kc, vc, one(Int32Array.of(0), 1), Int32Array.of(0), 3, 1),
     CpuKernelError,
   );
   kc.free();
   vc.free();
   pool.destroy();
+});
+
+Deno.test("one kv_store + attention over many sequences equals one call per sequence", async () => {
+  const k = await testKernels();
+  const rng = new Rng(23);
+  const layout: KvLayout = { type: KV_F16, nBlocks: 40, blockSize: 4, nKvHeads: 2, headDim: 64 };
+  const nHeads = 4, kvWidth = 2 * 64, qWidth = nHeads * 64, scale = 0.125;
+  // A decode step's company: single tokens deep in their sequences and a prompt chunk,
+  // each sequence on its own blocks.
+  const spans = [{ from: 9, count: 1 }, { from: 0, count: 6 }, { from: 14, count: 1 }, {
+    from: 3,
+    count: 2,
+  }];
+  let row = 0, block = 0;
+  const sequences: KvSequence[] = spans.map(({ from, count }) => {
+    const blocks = Math.floor((from + count - 1) / layout.blockSize) + 1;
+    const blockTable = Int32Array.from({ length: blocks }, () => block++);
+    const s = { rowStart: row, rowCount: count, blockTable };
+    row += count;
+    return s;
+  });
+  const positions = Int32Array.from(
+    spans.flatMap(({ from, count }) => [...Array(count).keys()].map((i) => from + i)),
+  );
+  const keys = randomF32(rng, row * kvWidth), vals = randomF32(rng, row * kvWidth);
+  const queries = randomF32(rng, row * qWidth);
+  const bytes = layout.nBlocks * layout.blockSize * kvWidth * 2;
+  for (const threads of [1, 2]) {
+    const pool = k.createPool(threads);
+    const caches = [0, 1].map(() => [k.alloc(bytes), k.alloc(bytes)]);
+    // Earlier positions of every sequence, so attention reads history as well.
+    for (const [kc, vc] of caches) {
+      kc.u8().set(new Uint8Array(randomF32(new Rng(5), bytes / 4).buffer));
+      vc.u8().set(new Uint8Array(randomF32(new Rng(6), bytes / 4).buffer));
+    }
+    const [[kb, vb], [ks, vs]] = caches;
+    const batched = new Float32Array(row * qWidth).fill(NaN);
+    pool.kvStore(layout, kb, vb, sequences, positions, keys, vals);
+    pool.attention(layout, batched, queries, kb, vb, sequences, positions, nHeads, scale);
+    const single = new Float32Array(row * qWidth).fill(NaN);
+    for (const s of sequences) {
+      const rows = (w: number, a: Float32Array): Float32Array =>
+        a.subarray(s.rowStart * w, (s.rowStart + s.rowCount) * w);
+      const pos = positions.subarray(s.rowStart, s.rowStart + s.rowCount);
+      const own = one(s.blockTable, s.rowCount);
+      pool.kvStore(layout, ks, vs, own, pos, rows(kvWidth, keys), rows(kvWidth, vals));
+      pool.attention(
+        layout,
+        rows(qWidth, single),
+        rows(qWidth, queries),
+        ks,
+        vs,
+        own,
+        pos,
+        nHeads,
+        scale,
+      );
+    }
+    assertEquals(batched, single, `threads=${threads}`);
+    assertEquals(kb.u8(), ks.u8(), `cache, threads=${threads}`);
+    for (const b of caches.flat()) b.free();
+    pool.destroy();
+  }
 });

@@ -54,11 +54,6 @@ class CpuActivation implements Activation {
   get pointer(): Deno.PointerObject {
     return this.buffer.pointer;
   }
-
-  /** Address of row `row`. */
-  row(row: number): Deno.PointerObject {
-    return Deno.UnsafePointer.offset(this.buffer.pointer, row * this.cols * 4)!;
-  }
 }
 
 class CpuKvCache implements KvCache {
@@ -224,18 +219,15 @@ export class CpuBackend implements Backend {
 
   storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void {
     const c = cache as CpuKvCache;
-    for (const seq of layout.sequences) {
-      this.pool.queue.kvStore(
-        c.layout,
-        c.k[layer],
-        c.v[layer],
-        seq.blockTable,
-        layout.positions.subarray(seq.rowStart, seq.rowStart + seq.rowCount),
-        seq.rowCount,
-        act(k).row(seq.rowStart),
-        act(v).row(seq.rowStart),
-      );
-    }
+    this.pool.queue.kvStore(
+      c.layout,
+      c.k[layer],
+      c.v[layer],
+      layout.sequences,
+      layout.positions,
+      act(k).pointer,
+      act(v).pointer,
+    );
   }
 
   attention(
@@ -247,20 +239,17 @@ export class CpuBackend implements Backend {
     shape: AttentionShape,
   ): void {
     const c = cache as CpuKvCache;
-    for (const seq of layout.sequences) {
-      this.pool.queue.attention(
-        c.layout,
-        act(out).row(seq.rowStart),
-        act(q).row(seq.rowStart),
-        c.k[layer],
-        c.v[layer],
-        seq.blockTable,
-        layout.positions.subarray(seq.rowStart, seq.rowStart + seq.rowCount),
-        seq.rowCount,
-        shape.nHeads,
-        shape.scale,
-      );
-    }
+    this.pool.queue.attention(
+      c.layout,
+      act(out).pointer,
+      act(q).pointer,
+      c.k[layer],
+      c.v[layer],
+      layout.sequences,
+      layout.positions,
+      shape.nHeads,
+      shape.scale,
+    );
   }
 
   siluMul(out: Activation, gate: Activation, up: Activation): void {

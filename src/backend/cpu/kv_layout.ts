@@ -62,3 +62,27 @@ export function checkPositions(
     }
   }
 }
+
+/** A sequence's rows in a step and the cache blocks of its positions. */
+export interface KvSequence {
+  rowStart: number;
+  rowCount: number;
+  blockTable: Int32Array;
+}
+
+/** Checks every sequence of a step; returns the rows they span. */
+export function checkSequences(
+  op: string,
+  l: KvLayout,
+  sequences: readonly KvSequence[],
+  positions: Int32Array,
+): number {
+  let rows = 0;
+  for (const s of sequences) {
+    checkDims(op, { rowStart: s.rowStart }, true);
+    const own = positions.subarray(s.rowStart, s.rowStart + s.rowCount);
+    checkPositions(op, l, s.blockTable, own, s.rowCount);
+    rows = Math.max(rows, s.rowStart + s.rowCount);
+  }
+  return rows;
+}

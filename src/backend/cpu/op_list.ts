@@ -10,7 +10,7 @@
 import { ggmlTypeInfo } from "../../gguf/mod.ts";
 import { checkDims } from "./checks.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
-import { checkPositions, kvCacheBytes, type KvLayout } from "./kv_layout.ts";
+import { checkSequences, kvCacheBytes, type KvLayout, type KvSequence } from "./kv_layout.ts";
 import type { CpuSymbols } from "./library.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
 
@@ -280,32 +280,31 @@ export class OpList {
     this.#push("ropeNeox", OP_ROPE, [px, nTokens, nHeads, headDim, at, freqBase]);
   }
 
-  /** Writes each token's K and V ([nTokens][nKvHeads][headDim] f32) at its position. */
+  /** Writes each row's k and v ([rows][nKvHeads][headDim]) at its position's cache slot. */
   kvStore(
     l: KvLayout,
     kCache: Operand,
     vCache: Operand,
-    blockTable: Int32Array,
+    sequences: readonly KvSequence[],
     positions: Int32Array,
-    nTokens: number,
     k: Operand,
     v: Operand,
   ): void {
-    checkPositions("kvStore", l, blockTable, positions, nTokens);
-    const cache = kvCacheBytes(l), row = nTokens * l.nKvHeads * l.headDim * 4;
+    const rows = checkSequences("kvStore", l, sequences, positions);
+    const cache = kvCacheBytes(l), bytes = rows * l.nKvHeads * l.headDim * 4;
     const pk = this.#addr("kvStore", "kCache", kCache, cache);
     const pv = this.#addr("kvStore", "vCache", vCache, cache);
-    const pkr = this.#addr("kvStore", "k", k, row), pvr = this.#addr("kvStore", "v", v, row);
-    const table = this.#copyInts(blockTable, blockTable.length);
-    const pos = this.#copyInts(positions, nTokens);
+    const pkr = this.#addr("kvStore", "k", k, bytes), pvr = this.#addr("kvStore", "v", v, bytes);
+    const [seqs, tables, pos] = this.#copySequences(sequences, positions, rows);
     this.#push("kvStore", OP_KV_STORE, [
       pk,
       pv,
       l.type,
       l.blockSize,
-      table,
+      sequences.length,
+      seqs,
+      tables,
       pos,
-      nTokens,
       l.nKvHeads,
       l.headDim,
       pkr,
@@ -313,21 +312,20 @@ export class OpList {
     ]);
   }
 
-  /** Causal GQA attention of q ([nTokens][nHeads][headDim]) over the sequence's cached
-   * positions 0..positions[t]; out has q's shape. */
+  /** Causal GQA attention of q ([rows][nHeads][headDim]): each row over its sequence's
+   * cached positions 0..positions[row]; out has q's shape. */
   attention(
     l: KvLayout,
     out: Operand,
     q: Operand,
     kCache: Operand,
     vCache: Operand,
-    blockTable: Int32Array,
+    sequences: readonly KvSequence[],
     positions: Int32Array,
-    nTokens: number,
     nHeads: number,
     scale: number,
   ): void {
-    checkPositions("attention", l, blockTable, positions, nTokens);
+    const rows = checkSequences("attention", l, sequences, positions);
     checkDims("attention", { nHeads });
     if (nHeads % l.nKvHeads !== 0) {
       throw new CpuKernelError(
@@ -335,13 +333,12 @@ export class OpList {
         `attention: ${nHeads} heads over ${l.nKvHeads} kv heads`,
       );
     }
-    const cache = kvCacheBytes(l), qBytes = nTokens * nHeads * l.headDim * 4;
+    const cache = kvCacheBytes(l), qBytes = rows * nHeads * l.headDim * 4;
     const po = this.#addr("attention", "out", out, qBytes);
     const pq = this.#addr("attention", "q", q, qBytes);
     const pk = this.#addr("attention", "kCache", kCache, cache);
     const pv = this.#addr("attention", "vCache", vCache, cache);
-    const table = this.#copyInts(blockTable, blockTable.length);
-    const pos = this.#copyInts(positions, nTokens);
+    const [seqs, tables, pos] = this.#copySequences(sequences, positions, rows);
     this.#push("attention", OP_ATTENTION, [
       po,
       pq,
@@ -349,14 +346,31 @@ export class OpList {
       pv,
       l.type,
       l.blockSize,
-      table,
+      sequences.length,
+      seqs,
+      tables,
       pos,
-      nTokens,
       nHeads,
       l.nKvHeads,
       l.headDim,
       scale,
     ]);
+  }
+
+  /** The (row_start, row_count, table_len) triples, the tables and the positions, as
+   * offsets into the copied integers. */
+  #copySequences(
+    sequences: readonly KvSequence[],
+    positions: Int32Array,
+    rows: number,
+  ): [number, number, number] {
+    const triples = Int32Array.from(
+      sequences.flatMap((s) => [s.rowStart, s.rowCount, s.blockTable.length]),
+    );
+    const seqs = this.#copyInts(triples, triples.length);
+    const tables = this.#nInts;
+    for (const s of sequences) this.#copyInts(s.blockTable, s.blockTable.length);
+    return [seqs, tables, this.#copyInts(positions, rows)];
   }
 
   /** out = silu(gate) * up over n values. */

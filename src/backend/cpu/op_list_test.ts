@@ -76,6 +76,7 @@ function layer(k: CpuKernels, ops: Ops, w: Inputs, done: () => void): NativeBuff
     .map(buf);
   const kCache = k.alloc(4 * 4 * 128 * 2), vCache = k.alloc(4 * 4 * 128 * 2);
   const ids = Int32Array.of(3, 11), positions = Int32Array.of(4, 5), blocks = Int32Array.of(2, 0);
+  const seq = { rowStart: 0, rowCount: n, blockTable: blocks };
   ops.getRows(GgmlType.Q8_0, w.table, VOCAB, DIM, ids, x);
   ops.rmsnorm(xn, x, w.norm, n, DIM, 1e-6);
   ops.matmulMany(
@@ -91,8 +92,8 @@ function layer(k: CpuKernels, ops: Ops, w: Inputs, done: () => void): NativeBuff
   ops.rmsnorm(q, q, null, n * HEADS, HEAD_DIM, 1e-6);
   ops.ropeNeox(q, n, HEADS, HEAD_DIM, positions, 10000);
   ops.ropeNeox(kk, n, KV_HEADS, HEAD_DIM, positions, 10000);
-  ops.kvStore(LAYOUT, kCache, vCache, blocks, positions, n, kk, v);
-  ops.attention(LAYOUT, attn, q, kCache, vCache, blocks, positions, n, HEADS, 0.125);
+  ops.kvStore(LAYOUT, kCache, vCache, [seq], positions, kk, v);
+  ops.attention(LAYOUT, attn, q, kCache, vCache, [seq], positions, HEADS, 0.125);
   ops.matmul(GgmlType.Q8_0, w.wo, DIM, DIM, attn, n, proj);
   ops.add(x, x, proj, n * DIM);
   ops.matmulMany(

@@ -1,0 +1,168 @@
+/*
+ * nk_kv_store, nk_attention: the paged KV cache's two ops, over every sequence of a step at
+ * once. A continuous-batching decode step carries one token for each of many sequences;
+ * an op per sequence would wake the pool that many times per layer for a few microseconds
+ * of work each, where one op spreads all (token, kv head) items of all sequences over it.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nk_internal.h"
+
+/* Each sequence is a triple (row_start, row_count, table_len) in `seqs`; its block table
+ * follows the previous one's in `tables`. */
+enum { SEQ_ROW_START = 0, SEQ_ROW_COUNT = 1, SEQ_TABLE_LEN = 2, SEQ_WORDS = 3 };
+
+/* Checks what the kernels index by: every position's block lies inside its table. */
+static int32_t check_seqs(int32_t kv_type, int64_t block_size, int32_t n_seqs,
+                          const int32_t *seqs, const int32_t *tables, const int32_t *positions,
+                          int64_t n_kv_heads, int64_t head_dim) {
+  if ((kv_type != NK_F32 && kv_type != NK_F16) || block_size <= 0 || n_seqs < 0 ||
+      (n_seqs > 0 && (!seqs || !tables || !positions)) || n_kv_heads <= 0 || head_dim <= 0) {
+    return NK_EINVAL;
+  }
+  for (int32_t s = 0; s < n_seqs; s++) {
+    const int32_t *seq = seqs + SEQ_WORDS * s;
+    if (seq[SEQ_ROW_START] < 0 || seq[SEQ_ROW_COUNT] < 0 || seq[SEQ_TABLE_LEN] < 0) {
+      return NK_EINVAL;
+    }
+    for (int32_t t = 0; t < seq[SEQ_ROW_COUNT]; t++) {
+      const int32_t pos = positions[seq[SEQ_ROW_START] + t];
+      if (pos < 0 || pos / block_size >= seq[SEQ_TABLE_LEN]) return NK_EINVAL;
+    }
+  }
+  return NK_OK;
+}
+
+typedef struct {
+  const nk_isa_ops *ops;
+  void *k_cache, *v_cache;
+  int32_t kv_type;
+  int64_t width;
+  /* Cache slot of each row. */
+  const int64_t *slots;
+  int64_t n_rows;
+  const float *k, *v;
+} store_args;
+
+static void store_row(const nk_isa_ops *ops, void *cache, int32_t kv_type, int64_t slot,
+                      int64_t width, const float *src) {
+  if (kv_type == NK_F32) {
+    memcpy((float *)cache + slot * width, src, (size_t)width * 4);
+  } else {
+    ops->f16_store((uint16_t *)cache + slot * width, src, width);
+  }
+}
+
+static void store_task(void *arg, int32_t ith, int32_t nth) {
+  const store_args *s = arg;
+  for (int64_t r = ith; r < s->n_rows; r += nth) {
+    if (s->slots[r] < 0) continue;
+    store_row(s->ops, s->k_cache, s->kv_type, s->slots[r], s->width, s->k + r * s->width);
+    store_row(s->ops, s->v_cache, s->kv_type, s->slots[r], s->width, s->v + r * s->width);
+  }
+}
+
+int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type,
+                    int64_t block_size, int32_t n_seqs, const int32_t *seqs, const int32_t *tables,
+                    const int32_t *positions, int64_t n_kv_heads, int64_t head_dim, const float *k,
+                    const float *v) {
+  if (!pool || !k_cache || !v_cache || !k || !v ||
+      check_seqs(kv_type, block_size, n_seqs, seqs, tables, positions, n_kv_heads, head_dim) !=
+          NK_OK) {
+    return NK_EINVAL;
+  }
+  int64_t n_rows = 0;
+  for (int32_t s = 0; s < n_seqs; s++) {
+    const int32_t *seq = seqs + SEQ_WORDS * s;
+    const int64_t end = (int64_t)seq[SEQ_ROW_START] + seq[SEQ_ROW_COUNT];
+    if (end > n_rows) n_rows = end;
+  }
+  int64_t *slots = malloc((size_t)(n_rows > 0 ? n_rows : 1) * sizeof(int64_t));
+  if (!slots) return NK_ENOMEM;
+  /* Rows no sequence claims keep their cache untouched. */
+  for (int64_t r = 0; r < n_rows; r++) slots[r] = -1;
+  const int32_t *table = tables;
+  for (int32_t s = 0; s < n_seqs; s++) {
+    const int32_t *seq = seqs + SEQ_WORDS * s;
+    for (int32_t t = 0; t < seq[SEQ_ROW_COUNT]; t++) {
+      const int64_t r = seq[SEQ_ROW_START] + t, pos = positions[r];
+      slots[r] = (int64_t)table[pos / block_size] * block_size + pos % block_size;
+    }
+    table += seq[SEQ_TABLE_LEN];
+  }
+  store_args a = {nk_pool_ops(pool), k_cache, v_cache, kv_type, n_kv_heads * head_dim,
+                  slots,             n_rows,  k,       v};
+  if (n_rows * a.width < PARALLEL_MIN) {
+    store_task(&a, 0, 1);
+  } else {
+    nk_pool_run(pool, store_task, &a);
+  }
+  free(slots);
+  return NK_OK;
+}
+
+int64_t nk_attend_scratch_floats(const nk_attn *a) {
+  const int64_t g = a->n_heads / a->n_kv_heads;
+  return g * a->head_dim + g * NK_ATTN_TILE + 2 * g + NK_ATTN_TILE * a->head_dim;
+}
+
+typedef struct {
+  nk_pool *pool;
+  int32_t n_seqs;
+  /* One view per sequence (its rows, table and positions); items [first[s], first[s+1]). */
+  const nk_attn *attn;
+  const int64_t *first;
+} attn_task_args;
+
+static void attn_task(void *arg, int32_t ith, int32_t nth) {
+  (void)nth;
+  const attn_task_args *t = arg;
+  const nk_isa_ops *ops = nk_pool_ops(t->pool);
+  float *scratch = nk_pool_scratch(t->pool, ith);
+  int32_t s = 0;
+  /* A thread's items come in increasing order, so its sequence cursor only moves forward. */
+  for (int64_t i = nk_pool_next(t->pool); i < t->first[t->n_seqs]; i = nk_pool_next(t->pool)) {
+    while (i >= t->first[s + 1]) s++;
+    const nk_attn *a = &t->attn[s];
+    const int64_t j = i - t->first[s];
+    /* Latest tokens first: they attend to the most positions, so the tail balances. */
+    ops->attend_item(a, a->n_tokens - 1 - j / a->n_kv_heads, j % a->n_kv_heads, scratch);
+  }
+}
+
+int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_cache,
+                     const void *v_cache, int32_t kv_type, int64_t block_size, int32_t n_seqs,
+                     const int32_t *seqs, const int32_t *tables, const int32_t *positions,
+                     int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale) {
+  if (!pool || !out || !q || !k_cache || !v_cache || n_heads <= 0 ||
+      check_seqs(kv_type, block_size, n_seqs, seqs, tables, positions, n_kv_heads, head_dim) !=
+          NK_OK ||
+      n_heads % n_kv_heads != 0 || !isfinite(scale)) {
+    return NK_EINVAL;
+  }
+  if (n_seqs == 0) return NK_OK;
+  nk_attn *attn = malloc((size_t)n_seqs * sizeof(nk_attn));
+  int64_t *first = malloc((size_t)(n_seqs + 1) * sizeof(int64_t));
+  int32_t rc = attn && first ? NK_OK : NK_ENOMEM;
+  const int32_t *table = tables;
+  if (rc == NK_OK) first[0] = 0;
+  for (int32_t s = 0; rc == NK_OK && s < n_seqs; s++) {
+    const int32_t *seq = seqs + SEQ_WORDS * s;
+    const int64_t row = seq[SEQ_ROW_START], width = n_heads * head_dim;
+    attn[s] = (nk_attn){out + row * width, q + row * width, k_cache, v_cache, kv_type,
+                        block_size, table, positions + row, seq[SEQ_ROW_COUNT], n_heads,
+                        n_kv_heads, head_dim, scale};
+    first[s + 1] = first[s] + seq[SEQ_ROW_COUNT] * n_kv_heads;
+    table += seq[SEQ_TABLE_LEN];
+  }
+  if (rc == NK_OK) rc = nk_pool_reserve(pool, nk_attend_scratch_floats(&attn[0]) * 4);
+  if (rc == NK_OK) {
+    attn_task_args t = {pool, n_seqs, attn, first};
+    nk_pool_run(pool, attn_task, &t);
+  }
+  free(attn);
+  free(first);
+  return rc;
+}
