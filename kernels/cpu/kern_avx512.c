@@ -17,6 +17,9 @@
 
 #define QT 6 /* tokens per quantized mat-mat tile */
 #define FT 8 /* tokens per float mat-mat tile */
+/* Chunks ahead of the one being packed that each row prefetches: the sixteen rows of a
+ * block stream at once, too many for the hardware prefetcher to follow alone. */
+#define PACK_AHEAD 1
 
 static inline __attribute__((always_inline)) void qdot_row(const nk_mm *mm, int64_t r, int64_t t0,
                                                            const int nt) {
@@ -183,12 +186,88 @@ static inline __attribute__((always_inline)) void qgemm_tile(const nk_mm *mm, in
     default: qgemm_tile(mm, r0, u, s, m, t0, QT, group); break; \
   }
 
+/* Sixteen rows of sixteen 4-byte units, `stride` bytes apart, into sixteen vectors:
+ * vector i holds unit i of every row. */
+static inline __attribute__((always_inline)) void transpose16(const uint8_t *p, int64_t stride,
+                                                              __m512i out[16]) {
+  __m512i v[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) v[i] = _mm512_load_si512(p + i * stride);
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  /* Now each 128-bit lane L of v[4a + e] holds unit 4L + e of rows 4a .. 4a + 3. */
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {
+    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int e = 0; e < 4; e++) {
+    const __m512i x0 = _mm512_shuffle_i32x4(v[e], v[4 + e], 0x88);
+    const __m512i x1 = _mm512_shuffle_i32x4(v[e], v[4 + e], 0xDD);
+    const __m512i y0 = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0x88);
+    const __m512i y1 = _mm512_shuffle_i32x4(v[8 + e], v[12 + e], 0xDD);
+    out[e] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+    out[4 + e] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+    out[8 + e] = _mm512_shuffle_i32x4(x0, y0, 0xDD);
+    out[12 + e] = _mm512_shuffle_i32x4(x1, y1, 0xDD);
+  }
+}
+
+/* nk_pack_qpanel's layout (isa_pack.c, the plain reference) for 32 rows, sixteen at a
+ * time: each row's chunk is unpacked into L1, then transposed sixteen rows by sixteen
+ * 4-byte units in registers, so that every store is a whole vector where the reference
+ * scatters one 4-byte store per row. Packing is most of a mat-mat call's cost below a few
+ * dozen tokens. */
+static void pack_qpanel(const nk_mm *mm, int64_t r0, uint8_t *u, float *s, float *m) {
+  const int64_t n_chunks = mm->kp / NK_CHUNK;
+  const int32_t per_chunk = NK_CHUNK / mm->tr->group, step = mm->tr->group / 16;
+  const int64_t cb = (int64_t)mm->tr->type_size * NK_CHUNK / mm->tr->block_size;
+  nk_chunk c[16];
+  __m512i v[16];
+  for (int h = 0; h < 2; h++) {
+    const int64_t first = r0 + 16 * h;
+    const int64_t nr = mm->rows - first >= 16 ? 16 : mm->rows - first > 0 ? mm->rows - first : 0;
+    if (nr < 16) memset(&c[nr], 0, (size_t)(16 - nr) * sizeof(nk_chunk));
+    for (int64_t ch = 0; ch < n_chunks; ch++) {
+      for (int64_t r = 0; r < nr; r++) {
+        const uint8_t *row = mm->w + (first + r) * mm->row_bytes;
+        const uint8_t *ahead = row + (ch + PACK_AHEAD) * cb;
+        for (int64_t o = 0; o < cb; o += 64) __builtin_prefetch(ahead + o, 0, 3);
+        if (!nk_unpack_fused_avx512(mm, row, ch, &c[r])) {
+          nk_unpack_avx512(mm->type, row, ch, mm->cols, &c[r]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; q++) {
+        transpose16(c[0].u + 64 * q, sizeof(nk_chunk), v);
+        uint8_t *dst = u + ((ch * 64 + 16 * q) * 32 + 16 * h) * 4;
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) _mm512_store_si512(dst + i * 128, v[i]);
+      }
+      transpose16((const uint8_t *)c[0].s, sizeof(nk_chunk), v);
+      for (int32_t g = 0; g < per_chunk; g++) {
+        _mm512_store_si512(s + (ch * per_chunk + g) * 32 + 16 * h, v[g * step]);
+      }
+      transpose16((const uint8_t *)c[0].m, sizeof(nk_chunk), v);
+      for (int32_t g = 0; g < per_chunk; g++) {
+        _mm512_store_si512(m + (ch * per_chunk + g) * 32 + 16 * h, v[g * step]);
+      }
+    }
+  }
+}
+
 void nk_qgemm_panel_avx512(const nk_mm *mm, int64_t r0, void *scratch) {
   const int32_t group = mm->tr->group;
   uint8_t *u = scratch;
   float *s = (float *)(u + mm->kp * 32);
   float *m = s + mm->kp / group * 32;
-  nk_pack_qpanel_avx512(mm, r0, 32, u, s, m);
+  pack_qpanel(mm, r0, u, s, m);
   for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += QT) {
     const int64_t nt = mm->n_tokens - t0 < QT ? mm->n_tokens - t0 : QT;
     if (group == 16) {

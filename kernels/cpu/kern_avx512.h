@@ -8,6 +8,10 @@
  * type has none (the generic chunk path then runs). */
 int nk_qdot_fused_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
 
+/* Chunk ch of a row in the chunk form, fused for the types the row kernels are fused for;
+ * 0 when the generic nk_unpack has to run instead (kern_avx512_decode.c). */
+int nk_unpack_fused_avx512(const nk_mm *mm, const uint8_t *row, int64_t ch, nk_chunk *c);
+
 /* The same for Q4_0, Q4_1, Q5_0 and Q5_1 (kern_avx512_legacy.c). */
 int nk_qdot_legacy_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
 

@@ -3,7 +3,8 @@
  * weights go from the GGUF block straight into registers, without the chunk round trip
  * through L1, so a core keeps up with its share of memory bandwidth. Same arithmetic as
  * the generic path: unsigned weight bytes (offset folded into a per-block correction)
- * times int8 activations by VPDPBUSD, scaled per block in f32.
+ * times int8 activations by VPDPBUSD, scaled per block in f32. The same unpacking feeds
+ * the panel packer (kern_avx512.c).
  */
 #include "isa_common.h"
 #include "kern_avx512.h"
@@ -305,6 +306,77 @@ static inline __attribute__((always_inline)) void q4_k_row(const nk_mm *mm, int6
 static inline __attribute__((always_inline)) void q5_k_row(const nk_mm *mm, int64_t r, int64_t t0,
                                                            const int nt) {
   q45_k_row(mm, r, t0, nt, 1);
+}
+
+/* Chunk ch of a row in the chunk form (nk_internal.h) by the register arithmetic above, for
+ * the panel packer: the generic nk_unpack's loops and scalar scale decoding cost more than
+ * the mat-mat product they feed at a few dozen tokens. 0 for other types and for a partial
+ * Q8_0 chunk (the generic unpack then runs). */
+int nk_unpack_fused_avx512(const nk_mm *mm, const uint8_t *row, int64_t ch, nk_chunk *c) {
+  const __m512i pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  switch (mm->type) {
+    case NK_Q4_K: {
+      const uint8_t *blk = row + ch * 144;
+      const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 2
+      for (int n = 0; n < 2; n++) {
+        const __m512i z = _mm512_loadu_si512(blk + 16 + 64 * n);
+        const __m512i lo = _mm512_and_si512(z, low4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), low4);
+        _mm512_store_si512(c->u + 128 * n, _mm512_shuffle_i64x2(lo, hi, 0x44));
+        _mm512_store_si512(c->u + 128 * n + 64, _mm512_shuffle_i64x2(lo, hi, 0xEE));
+      }
+      const __m512i sm = _mm512_cvtepu8_epi32(k4_scales_mins(blk + 4));
+      const __m512 sc = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(pairs, sm));
+      const __m512 mn = _mm512_cvtepi32_ps(
+          _mm512_permutexvar_epi32(_mm512_add_epi32(pairs, _mm512_set1_epi32(8)), sm));
+      _mm512_store_ps(c->s, _mm512_mul_ps(_mm512_set1_ps(f16_at(blk)), sc));
+      _mm512_store_ps(c->m, _mm512_mul_ps(_mm512_set1_ps(-f16_at(blk + 2)), mn));
+      return 1;
+    }
+    case NK_Q6_K: {
+      const uint8_t *blk = row + ch * 210;
+      const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
+#pragma GCC unroll 2
+      for (int n = 0; n < 2; n++) {
+        const __m512i l = _mm512_loadu_si512(blk + 64 * n);
+        const __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * n));
+        const __m512i hd =
+            _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
+        _mm512_store_si512(c->u + 128 * n,
+                           _mm512_or_si512(_mm512_and_si512(l, low4),
+                                           _mm512_slli_epi16(_mm512_and_si512(hd, low2), 4)));
+        _mm512_store_si512(c->u + 128 * n + 64,
+                           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
+                                           _mm512_and_si512(hd, _mm512_set1_epi8(0x30))));
+      }
+      const __m512 s = _mm512_mul_ps(
+          _mm512_set1_ps(f16_at(blk + 208)),
+          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))));
+      _mm512_store_ps(c->s, s);
+      _mm512_store_ps(c->m, _mm512_mul_ps(_mm512_set1_ps(-32.0f), s));
+      return 1;
+    }
+    case NK_Q8_0: {
+      if ((ch + 1) * NK_CHUNK > mm->cols) return 0;
+      const uint8_t *blk = row + ch * 8 * 34;
+      __m128i d = _mm_setzero_si128();
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; j++) {
+        uint16_t h;
+        memcpy(&h, blk + 34 * j, 2);
+        d = _mm_insert_epi16(d, h, j);
+        _mm256_store_si256((__m256i *)(c->u + 32 * j),
+                           _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 34 * j + 2)),
+                                            _mm256_set1_epi8((char)0x80)));
+      }
+      const __m512 s = _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_cvtph_ps(d)));
+      _mm512_store_ps(c->s, s);
+      _mm512_store_ps(c->m, _mm512_mul_ps(_mm512_set1_ps(-128.0f), s));
+      return 1;
+    }
+    default: return 0;
+  }
 }
 
 #define FUSED_ROWS(fn)                  \

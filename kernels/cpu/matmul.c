@@ -9,9 +9,6 @@
 /* Bytes of weights per work item of the row-by-row path: small enough that a thread
  * finishing early takes over the rest of another's share within a few microseconds. */
 #define ITEM_BYTES 16384
-/* From this many tokens on, packing a panel pays for itself (measured: below it, passes
- * of four tokens over the streamed weights are faster). */
-#define PACK_MIN_TOKENS 9
 /* Tokens one row-by-row pass carries. */
 #define ROW_TOKENS 4
 /* Matrices one nk_matmul_many call takes. */
@@ -157,14 +154,17 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
                        float *const *ys) {
   if (!pool || n <= 0 || n > NK_MANY_MAX || !types || !ws || !rows || !ys) return NK_EINVAL;
   mm_task a = {.pool = pool, .ops = nk_pool_ops(pool), .n = n};
-  const int packed = a.ops->panel_rows > 0 && n_tokens >= PACK_MIN_TOKENS;
+  /* Matrices sharing the activations take one path: the panels when every type's
+   * threshold is reached. */
+  int packed = a.ops->panel_rows > 0;
   int quant = 0;
   int64_t scratch = 0;
   for (int32_t m = 0; m < n; m++) {
     if (setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
       return NK_EINVAL;
     quant |= a.mm[m].tr->quant;
-    if (packed && panel_bytes(&a, &a.mm[m]) > scratch) scratch = panel_bytes(&a, &a.mm[m]);
+    if (packed && n_tokens < a.ops->pack_min_tokens(types[m])) packed = 0;
+    if (panel_bytes(&a, &a.mm[m]) > scratch) scratch = panel_bytes(&a, &a.mm[m]);
   }
   if (packed && nk_pool_reserve(pool, scratch) != NK_OK) return NK_ENOMEM;
   /* Float types read x itself; the quantized ones share one quantization of it. */

@@ -213,6 +213,8 @@ int64_t nk_attend_scratch_floats(const nk_attn *a);
  * `scratch`; a level without them (scalar) computes row by row at every size. */
 typedef struct {
   int32_t panel_rows;
+  /* From how many tokens on a matrix of the type goes through the panels. */
+  int32_t (*pack_min_tokens)(int32_t type);
   void (*quantize_act)(const float *x, int64_t cols, int64_t kp, int8_t *q, float *d16, float *s16,
                        float *d32, float *s32);
   void (*unpack)(int32_t type, const uint8_t *row, int64_t chunk, int64_t cols, nk_chunk *c);

@@ -16,7 +16,8 @@ import { assert, assertEquals } from "../../../tests/support/assert.ts";
 import { dequantize, ggmlTypeByName, randomBlocks, Rng } from "../../gguf/mod.ts";
 import { randomF32, relError, testKernels } from "./testing.ts";
 
-const TOKEN_COUNTS = [1, 2, 3, 7, 33, 130];
+/** Around each type's panel threshold (nk_isa_ops.pack_min_tokens) and past a tile. */
+const TOKEN_COUNTS = [1, 2, 3, 4, 5, 7, 8, 9, 33, 130];
 const MAX_TOKENS = 130;
 
 interface Case {
@@ -33,12 +34,12 @@ const CASES: Case[] = [
   { type: "Q4_1", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
   { type: "Q5_0", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
   { type: "Q5_1", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
-  { type: "Q8_0", shapes: [[37, 96], [70, 800]], tolerance: 0.05 },
+  { type: "Q8_0", shapes: [[37, 96], [70, 800], [59, 512]], tolerance: 0.05 },
   { type: "Q2_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
   { type: "Q3_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
-  { type: "Q4_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
+  { type: "Q4_K", shapes: [[37, 256], [70, 768], [59, 512]], tolerance: 0.05 },
   { type: "Q5_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
-  { type: "Q6_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
+  { type: "Q6_K", shapes: [[37, 256], [70, 768], [59, 512]], tolerance: 0.05 },
 ];
 
 /** Levels agree this closely (relative to the output scale). */
