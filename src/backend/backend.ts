@@ -142,6 +142,14 @@ export interface Backend {
    */
   matmulMany?(outs: Activation[], ws: Weight[], x: Activation): void;
 
+  /**
+   * Returns once every op issued so far has run. Backends that queue work (a CUDA stream,
+   * the CPU's recorded op list) offer it: a step that reads nothing back calls it, so the
+   * step has really run when it returns (its timing sizes the next steps; ranks stay in
+   * lockstep).
+   */
+  synchronize?(): void;
+
   /** Rotary embedding, NeoX layout, in place on every head of every row at its position. */
   ropeNeox(
     x: Activation,

@@ -70,7 +70,9 @@ export class LocalRunner implements ModelRunner {
     if (argmaxRows !== undefined) {
       this.forwardArgmax = (batch) => {
         const logits = model.forward(batch.ids, batch.layout, cache, batch.logitRows);
-        return batch.logitRows.length === 0 ? new Int32Array(0) : argmaxRows(logits);
+        if (batch.logitRows.length > 0) return argmaxRows(logits);
+        backend.synchronize?.();
+        return new Int32Array(0);
       };
     }
   }
@@ -109,7 +111,9 @@ export class LocalRunner implements ModelRunner {
 
   forward(batch: StepBatch): Float32Array {
     const logits = this.model.forward(batch.ids, batch.layout, this.cache, batch.logitRows);
-    return batch.logitRows.length === 0 ? new Float32Array(0) : this.backend.read(logits);
+    if (batch.logitRows.length > 0) return this.backend.read(logits);
+    this.backend.synchronize?.();
+    return new Float32Array(0);
   }
 
   deviceBytes(): number {

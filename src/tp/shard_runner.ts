@@ -39,7 +39,9 @@ export class ShardRunner {
   /** Runs one step; returns the logits of `logitRows` (none: the step only fills caches). */
   forward(ids: Int32Array, layout: StepLayout, logitRows: Int32Array = NO_ROWS): Float32Array {
     const logits = this.model.forward(ids, layout, this.cache, logitRows);
-    return logitRows.length === 0 ? new Float32Array(0) : this.backend.read(logits);
+    if (logitRows.length > 0) return this.backend.read(logits);
+    this.backend.synchronize?.();
+    return new Float32Array(0);
   }
 
   close(): void {

@@ -282,6 +282,10 @@ export class CpuBackend implements Backend {
     return this.pool.bandwidth(512 * 1024 * 1024, 5);
   }
 
+  synchronize(): void {
+    this.pool.queue.flush();
+  }
+
   /** Greedy decoding's argmax, on the native rows: no copy of the logits to the JS heap. */
   argmaxRows(a: Activation): Int32Array {
     this.pool.queue.flush();

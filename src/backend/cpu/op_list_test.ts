@@ -13,6 +13,7 @@ import {
   assertThrows,
 } from "../../../tests/support/assert.ts";
 import { GgmlType, randomBlocks, Rng } from "../../gguf/mod.ts";
+import { CpuBackend } from "./cpu_backend.ts";
 import { CpuKernelError } from "./errors.ts";
 import { type CpuKernels, KV_F16, type KvLayout, type NativeBuffer } from "./kernels.ts";
 import type { OpList } from "./op_list.ts";
@@ -158,4 +159,20 @@ Deno.test("a kernel's refusal surfaces at the flush and leaves the list empty", 
   pool.destroy();
   x.free();
   y.free();
+});
+
+Deno.test("the backend's synchronize runs what a step recorded, with nothing read back", async () => {
+  await testKernels();
+  const be = new CpuBackend({ threads: 2 });
+  try {
+    const a = be.activation(4, 8);
+    be.add(a, a, a);
+    be.add(a, a, a);
+    // A prefill chunk reads no logits: without this the step would only have been recorded.
+    assertEquals(be.pool.queue.pending, 2);
+    be.synchronize();
+    assertEquals(be.pool.queue.pending, 0);
+  } finally {
+    be.close();
+  }
 });
