@@ -2,7 +2,8 @@
  * nk_kv_store, nk_attention: the paged KV cache's two ops, over every sequence of a step at
  * once. A continuous-batching decode step carries one token for each of many sequences;
  * an op per sequence would wake the pool that many times per layer for a few microseconds
- * of work each, where one op spreads all (token, kv head) items of all sequences over it.
+ * of work each, where one op spreads all (kv head, run of tokens) items of all sequences
+ * over it.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -104,8 +105,8 @@ int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type
 }
 
 int64_t nk_attend_scratch_floats(const nk_attn *a) {
-  const int64_t g = a->n_heads / a->n_kv_heads;
-  return g * a->head_dim + g * NK_ATTN_TILE + 2 * g + NK_ATTN_TILE * a->head_dim;
+  const int64_t r = nk_attn_tile_tokens(a) * (a->n_heads / a->n_kv_heads);
+  return 2 * r * a->head_dim + r * NK_ATTN_TILE + 2 * r + NK_ATTN_TILE * a->head_dim;
 }
 
 typedef struct {
@@ -126,9 +127,11 @@ static void attn_task(void *arg, int32_t ith, int32_t nth) {
   for (int64_t i = nk_pool_next(t->pool); i < t->first[t->n_seqs]; i = nk_pool_next(t->pool)) {
     while (i >= t->first[s + 1]) s++;
     const nk_attn *a = &t->attn[s];
-    const int64_t j = i - t->first[s];
+    const int64_t j = i - t->first[s], tile = nk_attn_tile_tokens(a);
     /* Latest tokens first: they attend to the most positions, so the tail balances. */
-    ops->attend_item(a, a->n_tokens - 1 - j / a->n_kv_heads, j % a->n_kv_heads, scratch);
+    const int64_t t0 = ((a->n_tokens - 1) / tile - j / a->n_kv_heads) * tile;
+    const int64_t nt = a->n_tokens - t0 < tile ? a->n_tokens - t0 : tile;
+    ops->attend_item(a, t0, nt, j % a->n_kv_heads, scratch);
   }
 }
 
@@ -154,7 +157,8 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
     attn[s] = (nk_attn){out + row * width, q + row * width, k_cache, v_cache, kv_type,
                         block_size, table, positions + row, seq[SEQ_ROW_COUNT], n_heads,
                         n_kv_heads, head_dim, scale};
-    first[s + 1] = first[s] + seq[SEQ_ROW_COUNT] * n_kv_heads;
+    const int64_t tile = nk_attn_tile_tokens(&attn[s]);
+    first[s + 1] = first[s] + (seq[SEQ_ROW_COUNT] + tile - 1) / tile * n_kv_heads;
     table += seq[SEQ_TABLE_LEN];
   }
   if (rc == NK_OK) rc = nk_pool_reserve(pool, nk_attend_scratch_floats(&attn[0]) * 4);

@@ -1,8 +1,9 @@
 /*
- * Attention for one (token, kv head) over the paged cache: the group of query heads that
- * share the kv head is computed together so each K/V row is read once for all of them.
- * Online softmax over tiles of positions (flash-attention style), all in f32. AVX-512
- * reads f16 rows in place (VCVTPH2PS from memory); other levels convert a tile first.
+ * Attention for one kv head and a run of tokens over the paged cache: every query row
+ * (token, head of the group) is computed together so each K/V row is read once for all of
+ * them. Online softmax over tiles of positions (flash-attention style), all in f32, each
+ * row stopping at its own token's position. AVX-512 reads f16 rows in place (VCVTPH2PS
+ * from memory); other levels convert a tile first.
  */
 #include <math.h>
 
@@ -106,63 +107,79 @@ static inline void tile_rows(const nk_attn *a, const void *cache, int64_t p0, in
   }
 }
 
-void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t, int64_t kvh, float *scratch) {
+/* Turns one row's n scores into exp(s - running max), rescaling what came before.
+ * Returns the factor the earlier accumulation must be multiplied by. */
+static float tile_softmax(float *s, int64_t n, float *run_max, float *run_sum) {
+  float tile_max = s[0];
+  for (int64_t j = 1; j < n; j++) tile_max = s[j] > tile_max ? s[j] : tile_max;
+  const float new_max = tile_max > *run_max ? tile_max : *run_max;
+  const float corr = *run_max == -INFINITY ? 0.0f : nk_expf(*run_max - new_max);
+  for (int64_t j = 0; j < n; j++) s[j] = nk_expf(s[j] - new_max);
+  float lanes[16] = {0};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    for (int l = 0; l < 16; l++) lanes[l] += s[j + l];
+  }
+  float sum = 0.0f;
+  for (; j < n; j++) sum += s[j];
+  for (int l = 0; l < 16; l++) sum += lanes[l];
+  *run_sum = *run_sum * corr + sum;
+  *run_max = new_max;
+  return corr;
+}
+
+void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh,
+                           float *scratch) {
 #if defined(__AVX512F__)
-  if (nk_attend_avx512(a, t, kvh, scratch)) return;
+  if (nk_attend_avx512(a, t0, nt, kvh, scratch)) return;
 #endif
   const int64_t d = a->head_dim;
-  const int64_t g_n = a->n_heads / a->n_kv_heads;
-  const int64_t len = (int64_t)a->positions[t] + 1;
+  const int64_t g_n = a->n_heads / a->n_kv_heads, n_rows = nt * g_n;
   const int f16 = a->kv_type == NK_F16 && DIRECT_F16;
   float *acc = scratch;
-  float *scores = acc + g_n * d;
-  float *run_max = scores + g_n * NK_ATTN_TILE;
-  float *run_sum = run_max + g_n;
-  float *buf = run_sum + g_n;
+  float *scores = acc + n_rows * d;
+  float *run_max = scores + n_rows * NK_ATTN_TILE;
+  float *run_sum = run_max + n_rows;
+  float *buf = run_sum + n_rows + n_rows * d;
   const void *rows[NK_ATTN_TILE];
-  const float *q = a->q + (t * a->n_heads + kvh * g_n) * d;
-  for (int64_t i = 0; i < g_n * d; i++) acc[i] = 0.0f;
-  for (int64_t g = 0; g < g_n; g++) {
-    run_max[g] = -INFINITY;
-    run_sum[g] = 0.0f;
+  int64_t len = 0;
+  for (int64_t i = 0; i < nt; i++) {
+    if (a->positions[t0 + i] + 1 > len) len = (int64_t)a->positions[t0 + i] + 1;
+  }
+  for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;
+  for (int64_t r = 0; r < n_rows; r++) {
+    run_max[r] = -INFINITY;
+    run_sum[r] = 0.0f;
   }
   for (int64_t p0 = 0; p0 < len; p0 += NK_ATTN_TILE) {
     const int64_t n = len - p0 < NK_ATTN_TILE ? len - p0 : NK_ATTN_TILE;
     tile_rows(a, a->k_cache, p0, n, kvh, buf, rows);
-    for (int64_t j = 0; j < n; j++) {
-      for (int64_t g = 0; g < g_n; g++) {
-        scores[g * NK_ATTN_TILE + j] = dot(q + g * d, rows[j], d, f16) * a->scale;
+    for (int64_t r = 0; r < n_rows; r++) {
+      /* Row r is head r % g_n of token t0 + r / g_n; it sees positions up to the token's. */
+      const int64_t t = t0 + r / g_n, nr = a->positions[t] + 1 - p0;
+      const float *q = a->q + (t * a->n_heads + kvh * g_n + r % g_n) * d;
+      for (int64_t j = 0; j < (nr < n ? nr : n); j++) {
+        scores[r * NK_ATTN_TILE + j] = dot(q, rows[j], d, f16) * a->scale;
       }
     }
-    for (int64_t g = 0; g < g_n; g++) {
-      float *s = scores + g * NK_ATTN_TILE;
-      float tile_max = s[0];
-      for (int64_t j = 1; j < n; j++) tile_max = s[j] > tile_max ? s[j] : tile_max;
-      const float new_max = tile_max > run_max[g] ? tile_max : run_max[g];
-      const float corr = run_max[g] == -INFINITY ? 0.0f : nk_expf(run_max[g] - new_max);
-      for (int64_t j = 0; j < n; j++) s[j] = nk_expf(s[j] - new_max);
-      float lanes[16] = {0};
-      int64_t j = 0;
-      for (; j + 16 <= n; j += 16) {
-        for (int l = 0; l < 16; l++) lanes[l] += s[j + l];
-      }
-      float sum = 0.0f;
-      for (; j < n; j++) sum += s[j];
-      for (int l = 0; l < 16; l++) sum += lanes[l];
-      run_sum[g] = run_sum[g] * corr + sum;
-      run_max[g] = new_max;
+    for (int64_t r = 0; r < n_rows; r++) {
+      const int64_t nr = a->positions[t0 + r / g_n] + 1 - p0;
+      if (nr <= 0) continue;
+      const float corr =
+          tile_softmax(scores + r * NK_ATTN_TILE, nr < n ? nr : n, run_max + r, run_sum + r);
       if (corr != 1.0f) {
-        for (int64_t i = 0; i < d; i++) acc[g * d + i] *= corr;
+        for (int64_t i = 0; i < d; i++) acc[r * d + i] *= corr;
       }
     }
     tile_rows(a, a->v_cache, p0, n, kvh, buf, rows);
-    for (int64_t g = 0; g < g_n; g++) {
-      accumulate(acc + g * d, scores + g * NK_ATTN_TILE, rows, n, d, f16);
+    for (int64_t r = 0; r < n_rows; r++) {
+      const int64_t nr = a->positions[t0 + r / g_n] + 1 - p0;
+      if (nr > 0) accumulate(acc + r * d, scores + r * NK_ATTN_TILE, rows, nr < n ? nr : n, d, f16);
     }
   }
-  for (int64_t g = 0; g < g_n; g++) {
-    float *out = a->out + (t * a->n_heads + kvh * g_n + g) * d;
-    const float inv = 1.0f / run_sum[g];
-    for (int64_t i = 0; i < d; i++) out[i] = acc[g * d + i] * inv;
+  for (int64_t r = 0; r < n_rows; r++) {
+    float *out = a->out + ((t0 + r / g_n) * a->n_heads + kvh * g_n + r % g_n) * d;
+    const float inv = 1.0f / run_sum[r];
+    for (int64_t i = 0; i < d; i++) out[i] = acc[r * d + i] * inv;
   }
 }

@@ -38,7 +38,8 @@ void NK_FN(nk_silu_mul)(float *out, const float *gate, const float *up, int64_t 
 void NK_FN(nk_add)(float *out, const float *a, const float *b, int64_t n);
 void NK_FN(nk_rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t pos, float freq_base,
                           float *cache);
-void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t, int64_t kvh, float *scratch);
+void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh,
+                           float *scratch);
 /* f32 to f16, round to nearest even (the F16C conversion). */
 void NK_FN(nk_f16_store)(uint16_t *dst, const float *src, int64_t n);
 /* The largest non-NaN value of x[0, n) and its first index (n when every value is NaN). */

@@ -15,8 +15,8 @@ int nk_unpack_fused_avx512(const nk_mm *mm, const uint8_t *row, int64_t ch, nk_c
 /* The same for Q4_0, Q4_1, Q5_0 and Q5_1 (kern_avx512_legacy.c). */
 int nk_qdot_legacy_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
 
-/* Attention for one (token, kv head) (kern_avx512_attention.c); 0 when the head size is
- * not a multiple of 16 up to 256 (the portable loop then runs). */
-int nk_attend_avx512(const nk_attn *a, int64_t t, int64_t kvh, float *scratch);
+/* Attention for tokens [t0, t0 + nt) of one kv head (kern_avx512_attention.c); 0 when the
+ * head size is not a multiple of 16 up to 256 (the portable loop then runs). */
+int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch);
 
 #endif

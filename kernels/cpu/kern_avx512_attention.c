@@ -1,7 +1,7 @@
 /*
- * AVX-512 attention for one (token, kv head): the algorithm of isa_attention.c (online
- * softmax over tiles of positions, f32 throughout) with each K and V row converted once
- * for all the query heads that share it, the exponentials sixteen at a time, and every row
+ * AVX-512 attention for one kv head and a run of tokens: the algorithm of isa_attention.c
+ * (online softmax over tiles of positions, f32 throughout) with each K and V row converted
+ * once for all the query rows that share it, the exponentials sixteen at a time, and every row
  * of a tile requested from memory as soon as its address is known. A decode step finds
  * the cache cold (the weights streamed since the previous step have evicted it), so
  * waiting on the rows one at a time would cost a memory latency per position.
@@ -164,48 +164,85 @@ static inline __attribute__((always_inline)) void tile_values(float *acc, const 
   }
 }
 
-int nk_attend_avx512(const nk_attn *a, int64_t t, int64_t kvh, float *scratch) {
+/* f16 rows[0, n) as f32 in buf, rows then pointing there. */
+static void tile_f32(const void **rows, int64_t n, int64_t d, float *buf) {
+  for (int64_t j = 0; j < n; j++) {
+    for (int64_t i = 0; i < d; i += 16) _mm512_storeu_ps(buf + j * d + i, load16(rows[j], i, 1));
+    rows[j] = buf + j * d;
+  }
+}
+
+/* How many of the tile's n positions from p0 token t sees. */
+static inline int64_t row_tile_len(const nk_attn *a, int64_t t, int64_t p0, int64_t n) {
+  const int64_t lim = a->positions[t] + 1 - p0;
+  return lim < 0 ? 0 : lim < n ? lim : n;
+}
+
+int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch) {
   const int64_t d = a->head_dim;
-  const int64_t g_n = a->n_heads / a->n_kv_heads;
+  const int64_t g_n = a->n_heads / a->n_kv_heads, n_rows = nt * g_n;
   if (d % 16 != 0 || d > MAX_DIM) return 0;
   const int f16 = a->kv_type == NK_F16;
   const int64_t row_bytes = d * (f16 ? 2 : 4);
-  const int64_t len = (int64_t)a->positions[t] + 1;
   float *acc = scratch;
-  float *scores = acc + g_n * d;
-  float *run_max = scores + g_n * NK_ATTN_TILE;
-  float *run_sum = run_max + g_n;
+  float *scores = acc + n_rows * d;
+  float *run_max = scores + n_rows * NK_ATTN_TILE;
+  float *run_sum = run_max + n_rows;
+  float *q = run_sum + n_rows;
+  float *kbuf = q + n_rows * d;
   const void *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
-  const float *q = a->q + (t * a->n_heads + kvh * g_n) * d;
-  for (int64_t i = 0; i < g_n * d; i++) acc[i] = 0.0f;
-  for (int64_t g = 0; g < g_n; g++) {
-    run_max[g] = -INFINITY;
-    run_sum[g] = 0.0f;
+  int64_t len = 0;
+  /* Row r is head r % g_n of token t0 + r / g_n: the group's heads are adjacent in q. */
+  for (int64_t i = 0; i < nt; i++) {
+    memcpy(q + i * g_n * d, a->q + ((t0 + i) * a->n_heads + kvh * g_n) * d,
+           (size_t)(g_n * d) * 4);
+    if (a->positions[t0 + i] + 1 > len) len = (int64_t)a->positions[t0 + i] + 1;
+  }
+  for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;
+  for (int64_t r = 0; r < n_rows; r++) {
+    run_max[r] = -INFINITY;
+    run_sum[r] = 0.0f;
   }
   for (int64_t p0 = 0; p0 < len; p0 += NK_ATTN_TILE) {
     const int64_t n = len - p0 < NK_ATTN_TILE ? len - p0 : NK_ATTN_TILE;
     tile_rows(a, a->k_cache, p0, n, kvh, row_bytes, krows);
     tile_rows(a, a->v_cache, p0, n, kvh, row_bytes, vrows);
-    tile_scores(q, g_n, d, krows, n, f16, a->scale, scores);
-    for (int64_t g = 0; g < g_n; g++) {
-      const float corr = tile_softmax(scores + g * NK_ATTN_TILE, n, run_max + g, run_sum + g);
-      if (corr != 1.0f) {
-        for (int64_t i = 0; i < d; i++) acc[g * d + i] *= corr;
+    /* Each K value feeds one FMA per row: for more rows than a decode group, converting
+     * the tile once beats a VCVTPH2PS per FMA, which holds the loop to half the FMA rate. */
+    const int k16 = f16 && n_rows <= HEADS_PER_PASS;
+    if (f16 && !k16) tile_f32(krows, n, d, kbuf);
+    tile_scores(q, n_rows, d, krows, n, k16, a->scale, scores);
+    /* Positions past a row's token weigh 0, so one pass over the V rows serves all rows. */
+    for (int64_t r = 0; r < n_rows; r++) {
+      const int64_t nr = row_tile_len(a, t0 + r / g_n, p0, n);
+      float *s = scores + r * NK_ATTN_TILE;
+      if (nr > 0) {
+        const float corr = tile_softmax(s, nr, run_max + r, run_sum + r);
+        if (corr != 1.0f) {
+          for (int64_t i = 0; i < d; i++) acc[r * d + i] *= corr;
+        }
       }
+      for (int64_t j = nr; j < n; j++) s[j] = 0.0f;
     }
-    for (int64_t g0 = 0; g0 < g_n; g0 += HEADS_PER_PASS) {
-      switch (g_n - g0 < HEADS_PER_PASS ? g_n - g0 : HEADS_PER_PASS) {
-        case 1: tile_values(acc, scores, vrows, n, d, f16, g0, 1); break;
-        case 2: tile_values(acc, scores, vrows, n, d, f16, g0, 2); break;
-        case 3: tile_values(acc, scores, vrows, n, d, f16, g0, 3); break;
-        default: tile_values(acc, scores, vrows, n, d, f16, g0, 4); break;
+    for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
+      const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
+      int64_t m = 0;
+      for (int64_t r = g0; r < g0 + gn; r++) {
+        const int64_t nr = row_tile_len(a, t0 + r / g_n, p0, n);
+        m = nr > m ? nr : m;
+      }
+      switch (gn) {
+        case 1: tile_values(acc, scores, vrows, m, d, f16, g0, 1); break;
+        case 2: tile_values(acc, scores, vrows, m, d, f16, g0, 2); break;
+        case 3: tile_values(acc, scores, vrows, m, d, f16, g0, 3); break;
+        default: tile_values(acc, scores, vrows, m, d, f16, g0, 4); break;
       }
     }
   }
-  for (int64_t g = 0; g < g_n; g++) {
-    float *out = a->out + (t * a->n_heads + kvh * g_n + g) * d;
-    const float inv = 1.0f / run_sum[g];
-    for (int64_t i = 0; i < d; i++) out[i] = acc[g * d + i] * inv;
+  for (int64_t r = 0; r < n_rows; r++) {
+    float *out = a->out + ((t0 + r / g_n) * a->n_heads + kvh * g_n + r % g_n) * d;
+    const float inv = 1.0f / run_sum[r];
+    for (int64_t i = 0; i < d; i++) out[i] = acc[r * d + i] * inv;
   }
   return 1;
 }

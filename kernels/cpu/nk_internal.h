@@ -175,7 +175,13 @@ typedef struct {
  * more than a decode step's norms and adds. */
 #define PARALLEL_MIN 32768
 
-/* Attention over the paged cache for one (token, kv head): all query heads of the group. */
+/* Query rows (token, head) one attention item computes: a prefill chunk's tokens share
+ * the K/V rows they read, so an item takes as many tokens as keep this many query heads
+ * in flight, and each row it loads serves all of them instead of being re-read per token. */
+#define NK_ATTN_ROWS 16
+
+/* Attention over the paged cache for one (kv head, run of tokens): all query heads of the
+ * group for each token. */
 typedef struct {
   float *out;
   const float *q;
@@ -206,6 +212,12 @@ static inline void nk_prefetch_row(const nk_mm *mm, int64_t r) {
   nk_prefetch_ahead(mm->w + r * mm->row_bytes, mm->row_bytes);
 }
 
+/* Tokens per attention item: at least one, whatever the group size. */
+static inline int64_t nk_attn_tile_tokens(const nk_attn *a) {
+  const int64_t g = a->n_heads / a->n_kv_heads;
+  return g >= NK_ATTN_ROWS ? 1 : NK_ATTN_ROWS / g;
+}
+
 /* Scratch floats nk_attend_item needs. */
 int64_t nk_attend_scratch_floats(const nk_attn *a);
 
@@ -229,7 +241,8 @@ typedef struct {
   void (*add)(float *out, const float *a, const float *b, int64_t n);
   void (*rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t pos, float freq_base,
                      float *cache);
-  void (*attend_item)(const nk_attn *a, int64_t t, int64_t kvh, float *scratch);
+  /* Tokens [t0, t0 + nt), nt <= nk_attn_tile_tokens(a), for kv head kvh. */
+  void (*attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch);
   void (*f16_store)(uint16_t *dst, const float *src, int64_t n);
   void (*argmax_span)(const float *x, int64_t n, float *best, int64_t *at);
   double (*read_sum)(const float *p, int64_t n);
