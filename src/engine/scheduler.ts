@@ -31,7 +31,8 @@ export interface ScheduledRun {
   sample: boolean;
 }
 
-/** A prefill that completes in a step also caps the rest of that step's prefill. */
+/** A prefill that completes in a step caps the rest of that step's prefill at this many
+ * tokens, for other prompts that complete with it. */
 const LATENCY_FLOOR_TOKENS = 32;
 
 export class Scheduler {
@@ -74,6 +75,9 @@ export class Scheduler {
     for (const seq of prefilling) {
       if (budget <= 0) break;
       if (!this.running.includes(seq)) continue;
+      // Once a first token is due, only prompts that finish too may join: a chunk of a long
+      // prompt (attention over its whole history) would delay that token for nobody's gain.
+      if (capped && seq.uncached > budget) continue;
       const count = Math.min(seq.uncached, budget);
       if (!this.#reserve(seq, seq.cached + count, runs)) continue;
       const sample = count === seq.uncached;

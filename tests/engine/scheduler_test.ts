@@ -1,0 +1,45 @@
+/**
+ * The scheduler's step plans, without a model: who joins a step whose prompt chunk
+ * completes a request (its first token is then due).
+ */
+
+import { assertEquals } from "../support/assert.ts";
+import { fixture } from "../fixtures.ts";
+import { openGguf } from "../../src/gguf/mod.ts";
+import { loadTokenizer } from "../../src/tokenizer/mod.ts";
+import { BlockPool } from "../../src/engine/kv/block_pool.ts";
+import { Scheduler } from "../../src/engine/scheduler.ts";
+import { Sequence } from "../../src/engine/sequence.ts";
+import { GREEDY } from "../../src/engine/sampler.ts";
+
+const file = openGguf(fixture("qwen3-vocab.gguf"));
+const tokenizer = loadTokenizer(file);
+file.close();
+
+/** Distinct tokens per sequence, so no prompt is a cached prefix of another. */
+function sequence(id: string, promptLength: number): Sequence {
+  const ids = Array.from({ length: promptLength }, (_, i) => 1000 * id.charCodeAt(0) + i);
+  const request = { id, prompt: { kind: "tokens" as const, ids }, maxTokens: 4, sampling: GREEDY };
+  return new Sequence(request, ids, 4, tokenizer, 151936, null, () => {});
+}
+
+function plan(s: Scheduler, budget: number): string[] {
+  const runs = s.schedule(budget);
+  s.complete(runs);
+  return runs.map((r) => `${r.seq.id}:${r.count}${r.sample ? "!" : ""}`);
+}
+
+Deno.test("a prompt that completes is not delayed by a chunk of a long prompt", () => {
+  const s = new Scheduler(new BlockPool(64, 16), { maxSequences: 8 });
+  s.enqueue(sequence("long", 400));
+  assertEquals(plan(s, 48), ["long:48"]);
+  s.enqueue(sequence("short", 20));
+  assertEquals(plan(s, 48), ["short:20!"]);
+});
+
+Deno.test("prompts that complete together share the step, up to the latency floor", () => {
+  const s = new Scheduler(new BlockPool(64, 16), { maxSequences: 8 });
+  for (const [id, n] of [["a", 20], ["b", 10], ["c", 30]] as const) s.enqueue(sequence(id, n));
+  // b completes and caps the step at 32 more tokens: a fits in them, c does not.
+  assertEquals(plan(s, 64), ["b:10!", "a:20!"]);
+});
