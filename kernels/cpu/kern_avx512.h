@@ -19,4 +19,23 @@ int nk_qdot_legacy_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, i
  * head size is not a multiple of 16 up to 256 (the portable loop then runs). */
 int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch);
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#include <string.h>
+
+/* The f16 at p (GGUF block scales), as f32. */
+static inline float nk_f16_at(const uint8_t *p) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+/* Lanes 0-7 take element 2k of a scale vector, lanes 8-15 element 2k + 1. */
+static inline __m512i nk_pair_index(int k) {
+  return _mm512_set_epi32(2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1,
+                          2 * k + 1, 2 * k + 1, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k,
+                          2 * k);
+}
+#endif
+
 #endif

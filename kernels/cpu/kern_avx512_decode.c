@@ -9,19 +9,6 @@
 #include "isa_common.h"
 #include "kern_avx512.h"
 
-static inline float f16_at(const uint8_t *p) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-/* Lanes 0-7 take element 2k of a scale vector, lanes 8-15 element 2k + 1. */
-static inline __m512i pair_index(int k) {
-  return _mm512_set_epi32(2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1,
-                          2 * k + 1, 2 * k + 1, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k,
-                          2 * k);
-}
-
 /* Lanes 4i..4i+3 take element 4k + i. */
 static inline __m512i quad_index(int k) {
   return _mm512_set_epi32(4 * k + 3, 4 * k + 3, 4 * k + 3, 4 * k + 3, 4 * k + 2, 4 * k + 2,
@@ -61,7 +48,7 @@ static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int6
       const __m256i q1 = _mm256_loadu_si256((const __m256i *)(blk + 68 * k + 36));
       const __m512i u =
           _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1), flip);
-      const __m512i idx = pair_index(k);
+      const __m512i idx = nk_pair_index(k);
 #pragma GCC unroll 4
       for (int j = 0; j < nt; j++) {
         const int8_t *xq = mm->act.q + (t0 + j) * kp + (b + 2 * k) * 32;
@@ -73,7 +60,7 @@ static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int6
   }
   for (; b < nb; b++) {
     const uint8_t *blk = row + b * 34;
-    const float d = f16_at(blk);
+    const float d = nk_f16_at(blk);
     const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)),
                                        _mm256_set1_epi8((char)0x80));
 #pragma GCC unroll 4
@@ -129,7 +116,7 @@ static inline __attribute__((always_inline)) void q45_k_row(const nk_mm *mm, int
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = row + i * (five ? 176 : 144);
     nk_prefetch_ahead(blk, five ? 176 : 144);
-    const float d = f16_at(blk), dmin = f16_at(blk + 2);
+    const float d = nk_f16_at(blk), dmin = nk_f16_at(blk + 2);
     const __m128i packed = k4_scales_mins(blk + 4);
     const __m256 scd =
         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(packed)), _mm256_set1_ps(d));
@@ -169,7 +156,7 @@ static inline __attribute__((always_inline)) void q45_k_row(const nk_mm *mm, int
         const __m512i dp =
             _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[p], _mm512_loadu_si512(xq + 64 * p));
         acc[j][p & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp),
-                                        _mm512_permutexvar_ps(pair_index(p), sxz), acc[j][p & 1]);
+                                        _mm512_permutexvar_ps(nk_pair_index(p), sxz), acc[j][p & 1]);
       }
     }
   }
@@ -200,7 +187,7 @@ static inline __attribute__((always_inline)) void q6_k_row(const nk_mm *mm, int6
     nk_prefetch_ahead(blk, 210);
     const __m512 scf = _mm512_mul_ps(
         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))),
-        _mm512_set1_ps(f16_at(blk + 208)));
+        _mm512_set1_ps(nk_f16_at(blk + 208)));
     __m512i w[4];
 #pragma GCC unroll 2
     for (int n = 0; n < 2; n++) {
@@ -261,9 +248,9 @@ static inline __attribute__((always_inline)) void q4_k_row(const nk_mm *mm, int6
     nk_prefetch_ahead(blk, 144);
     const __m128i packed = k4_scales_mins(blk + 4);
     const __m256 scd =
-        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(packed)), _mm256_set1_ps(f16_at(blk)));
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(packed)), _mm256_set1_ps(nk_f16_at(blk)));
     const __m256 md = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(packed, 8))),
-                                    _mm256_set1_ps(f16_at(blk + 2)));
+                                    _mm256_set1_ps(nk_f16_at(blk + 2)));
 #pragma GCC unroll 4
     for (int j = 0; j < nt; j++) {
       const int64_t t = t0 + j;
@@ -330,8 +317,8 @@ int nk_unpack_fused_avx512(const nk_mm *mm, const uint8_t *row, int64_t ch, nk_c
       const __m512 sc = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(pairs, sm));
       const __m512 mn = _mm512_cvtepi32_ps(
           _mm512_permutexvar_epi32(_mm512_add_epi32(pairs, _mm512_set1_epi32(8)), sm));
-      _mm512_store_ps(c->s, _mm512_mul_ps(_mm512_set1_ps(f16_at(blk)), sc));
-      _mm512_store_ps(c->m, _mm512_mul_ps(_mm512_set1_ps(-f16_at(blk + 2)), mn));
+      _mm512_store_ps(c->s, _mm512_mul_ps(_mm512_set1_ps(nk_f16_at(blk)), sc));
+      _mm512_store_ps(c->m, _mm512_mul_ps(_mm512_set1_ps(-nk_f16_at(blk + 2)), mn));
       return 1;
     }
     case NK_Q6_K: {
@@ -351,7 +338,7 @@ int nk_unpack_fused_avx512(const nk_mm *mm, const uint8_t *row, int64_t ch, nk_c
                                            _mm512_and_si512(hd, _mm512_set1_epi8(0x30))));
       }
       const __m512 s = _mm512_mul_ps(
-          _mm512_set1_ps(f16_at(blk + 208)),
+          _mm512_set1_ps(nk_f16_at(blk + 208)),
           _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))));
       _mm512_store_ps(c->s, s);
       _mm512_store_ps(c->m, _mm512_mul_ps(_mm512_set1_ps(-32.0f), s));

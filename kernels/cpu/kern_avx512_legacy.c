@@ -35,18 +35,6 @@ static inline __m256i block_values(const uint8_t *blk, const legacy_layout *l) {
   return u;
 }
 
-static inline float f16_at(const uint8_t *p) {
-  uint16_t h;
-  memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-static inline __m512i pair_index(int k) {
-  return _mm512_set_epi32(2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1,
-                          2 * k + 1, 2 * k + 1, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k,
-                          2 * k);
-}
-
 static inline __attribute__((always_inline)) void legacy_row(const nk_mm *mm, int64_t r, int64_t t0,
                                                              const int nt, const legacy_layout *l) {
   const int64_t kp = mm->kp, nb = mm->cols / 32;
@@ -79,7 +67,7 @@ static inline __attribute__((always_inline)) void legacy_row(const nk_mm *mm, in
       const __m512i u =
           _mm512_inserti64x4(_mm512_castsi256_si512(block_values(blk + 2 * k * l->block, l)),
                              block_values(blk + (2 * k + 1) * l->block, l), 1);
-      const __m512i idx = pair_index(k);
+      const __m512i idx = nk_pair_index(k);
 #pragma GCC unroll 4
       for (int j = 0; j < nt; j++) {
         const int8_t *xq = mm->act.q + (t0 + j) * kp + (b + 2 * k) * 32;
@@ -91,8 +79,8 @@ static inline __attribute__((always_inline)) void legacy_row(const nk_mm *mm, in
   }
   for (; b < nb; b++) {
     const uint8_t *blk = row + b * l->block;
-    const float d = f16_at(blk);
-    const float m = l->min >= 0 ? f16_at(blk + l->min) : d * l->offset;
+    const float d = nk_f16_at(blk);
+    const float m = l->min >= 0 ? nk_f16_at(blk + l->min) : d * l->offset;
     const __m256i u = block_values(blk, l);
 #pragma GCC unroll 4
     for (int j = 0; j < nt; j++) {
