@@ -1,7 +1,8 @@
 /*
  * AVX-512 attention for one kv head and a run of tokens: the algorithm of isa_attention.c
  * (online softmax over tiles of positions, f32 throughout) with each K and V row converted
- * once for all the query rows that share it, the exponentials sixteen at a time, and every row
+ * once for all the query rows that share it (a prefill run's K tile transposed, so that its
+ * scores are a register-blocked product), the exponentials sixteen at a time, and every row
  * of a tile requested from memory as soon as its address is known. A decode step finds
  * the cache cold (the weights streamed since the previous step have evicted it), so
  * waiting on the rows one at a time would cost a memory latency per position.
@@ -15,6 +16,8 @@
 #define MAX_DIM 256
 /* Query heads whose outputs stay in registers while a V row is added to them. */
 #define HEADS_PER_PASS 4
+/* Query rows whose scores stay in registers (4 accumulators each) through a K tile. */
+#define ROWS_PER_BLOCK 6
 
 static inline __m512 load16(const void *row, int64_t i, int f16) {
   if (f16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)));
@@ -100,6 +103,96 @@ static void tile_scores(const float *q, int64_t g_n, int64_t d, const void **row
           }
         }
       }
+    }
+  }
+}
+
+/* kt[i][j] = k_j[i] for the tile's positions, 0 past its n: with K transposed one FMA takes
+ * a query value against sixteen positions, so the scores need no horizontal sums. A 16 x 16
+ * block goes through registers in four rounds of shuffles. */
+static void tile_transpose(const void *const *rows, int64_t n, int64_t d, int f16, float *kt) {
+  for (int64_t j0 = 0; j0 < NK_ATTN_TILE; j0 += 16) {
+    for (int64_t c = 0; c < d; c += 16) {
+      __m512 r[16], t[16], u[16];
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; j++) {
+        r[j] = j0 + j < n ? load16(rows[j0 + j], c, f16) : _mm512_setzero_ps();
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+      }
+      /* u[4i + k], 128-bit lane l: value 4l + k of rows 4i .. 4i + 3. */
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        const __m512d e = _mm512_castps_pd(t[4 * i + 1]), f = _mm512_castps_pd(t[4 * i + 3]);
+        u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(e, f));
+        u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(e, f));
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) {
+        const __m512 lo0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44);
+        const __m512 hi0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xEE);
+        const __m512 lo1 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44);
+        const __m512 hi1 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xEE);
+        float *o = kt + (c + k) * NK_ATTN_TILE + j0;
+        _mm512_storeu_ps(o, _mm512_shuffle_f32x4(lo0, lo1, 0x88));
+        _mm512_storeu_ps(o + 4 * NK_ATTN_TILE, _mm512_shuffle_f32x4(lo0, lo1, 0xDD));
+        _mm512_storeu_ps(o + 8 * NK_ATTN_TILE, _mm512_shuffle_f32x4(hi0, hi1, 0x88));
+        _mm512_storeu_ps(o + 12 * NK_ATTN_TILE, _mm512_shuffle_f32x4(hi0, hi1, 0xDD));
+      }
+    }
+  }
+}
+
+/* Scores of rn <= ROWS_PER_BLOCK rows against the transposed tile: rn x 64 accumulators
+ * that each K load and query broadcast feed several FMAs. */
+static inline __attribute__((always_inline)) void block_scores(const float *q, int64_t d,
+                                                               const float *kt, const int rn,
+                                                               float scale, float *s) {
+  __m512 acc[ROWS_PER_BLOCK][4];
+#pragma GCC unroll 6
+  for (int r = 0; r < rn; r++) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) acc[r][i] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < d; c++) {
+    __m512 k[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) k[i] = _mm512_loadu_ps(kt + c * NK_ATTN_TILE + 16 * i);
+#pragma GCC unroll 6
+    for (int r = 0; r < rn; r++) {
+      const __m512 qb = _mm512_set1_ps(q[r * d + c]);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) acc[r][i] = _mm512_fmadd_ps(qb, k[i], acc[r][i]);
+    }
+  }
+  const __m512 sc = _mm512_set1_ps(scale);
+#pragma GCC unroll 6
+  for (int r = 0; r < rn; r++) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      _mm512_storeu_ps(s + r * NK_ATTN_TILE + 16 * i, _mm512_mul_ps(acc[r][i], sc));
+    }
+  }
+}
+
+static void gemm_scores(const float *q, int64_t n_rows, int64_t d, const float *kt, float scale,
+                        float *scores) {
+  for (int64_t r0 = 0; r0 < n_rows; r0 += ROWS_PER_BLOCK) {
+    const float *qr = q + r0 * d;
+    float *s = scores + r0 * NK_ATTN_TILE;
+    switch (n_rows - r0 < ROWS_PER_BLOCK ? n_rows - r0 : ROWS_PER_BLOCK) {
+      case 1: block_scores(qr, d, kt, 1, scale, s); break;
+      case 2: block_scores(qr, d, kt, 2, scale, s); break;
+      case 3: block_scores(qr, d, kt, 3, scale, s); break;
+      case 4: block_scores(qr, d, kt, 4, scale, s); break;
+      case 5: block_scores(qr, d, kt, 5, scale, s); break;
+      default: block_scores(qr, d, kt, 6, scale, s); break;
     }
   }
 }
@@ -207,11 +300,15 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
     const int64_t n = len - p0 < NK_ATTN_TILE ? len - p0 : NK_ATTN_TILE;
     tile_rows(a, a->k_cache, p0, n, kvh, row_bytes, krows);
     tile_rows(a, a->v_cache, p0, n, kvh, row_bytes, vrows);
-    /* Each K value feeds one FMA per row: for more rows than a decode group, converting
-     * the tile once beats a VCVTPH2PS per FMA, which holds the loop to half the FMA rate. */
-    const int k16 = f16 && n_rows <= HEADS_PER_PASS;
-    if (f16 && !k16) tile_f32(krows, n, d, kbuf);
-    tile_scores(q, n_rows, d, krows, n, k16, a->scale, scores);
+    /* Past a decode group's rows, one transposition of the tile (converting f16 once
+     * instead of per FMA) costs less than the horizontal sums it saves. */
+    const int gemm = n_rows > HEADS_PER_PASS;
+    if (gemm) {
+      tile_transpose(krows, n, d, f16, kbuf);
+      gemm_scores(q, n_rows, d, kbuf, a->scale, scores);
+    } else {
+      tile_scores(q, n_rows, d, krows, n, f16, a->scale, scores);
+    }
     /* Positions past a row's token weigh 0, so one pass over the V rows serves all rows. */
     for (int64_t r = 0; r < n_rows; r++) {
       const int64_t nr = row_tile_len(a, t0 + r / g_n, p0, n);
@@ -224,6 +321,9 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
       }
       for (int64_t j = nr; j < n; j++) s[j] = 0.0f;
     }
+    /* The transposed K is spent: its buffer takes V as f32, converted once for all rows. */
+    const int v16 = f16 && !gemm;
+    if (f16 && gemm) tile_f32(vrows, n, d, kbuf);
     for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
       const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
       int64_t m = 0;
@@ -232,10 +332,10 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
         m = nr > m ? nr : m;
       }
       switch (gn) {
-        case 1: tile_values(acc, scores, vrows, m, d, f16, g0, 1); break;
-        case 2: tile_values(acc, scores, vrows, m, d, f16, g0, 2); break;
-        case 3: tile_values(acc, scores, vrows, m, d, f16, g0, 3); break;
-        default: tile_values(acc, scores, vrows, m, d, f16, g0, 4); break;
+        case 1: tile_values(acc, scores, vrows, m, d, v16, g0, 1); break;
+        case 2: tile_values(acc, scores, vrows, m, d, v16, g0, 2); break;
+        case 3: tile_values(acc, scores, vrows, m, d, v16, g0, 3); break;
+        default: tile_values(acc, scores, vrows, m, d, v16, g0, 4); break;
       }
     }
   }

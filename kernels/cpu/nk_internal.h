@@ -178,7 +178,7 @@ typedef struct {
 /* Query rows (token, head) one attention item computes: a prefill chunk's tokens share
  * the K/V rows they read, so an item takes as many tokens as keep this many query heads
  * in flight, and each row it loads serves all of them instead of being re-read per token. */
-#define NK_ATTN_ROWS 16
+#define NK_ATTN_ROWS 64
 
 /* Attention over the paged cache for one (kv head, run of tokens): all query heads of the
  * group for each token. */

@@ -3,7 +3,7 @@
  * maps to through a shuffled block table; attention over it matches a float64 causal GQA
  * softmax, for f32 and f16 caches, prefill and decode chunks whose positions do not start
  * at 0, several blocks and more positions than one tile, every level, 1 and 2 threads.
- * Attention takes a kernel item per run of a chunk's tokens (16 query rows' worth), so
+ * Attention takes a kernel item per run of a chunk's tokens (64 query rows' worth), so
  * chunks also end in uneven runs, cross blocks and 64-position tiles mid-run, come out of
  * order, and groups are wider than one run.
  */
@@ -47,7 +47,7 @@ const SETUPS: Setup[] = [
     chunks: [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11, 12]],
   },
   {
-    // Runs of 8 tokens: 5 + 20 (8, 8, 4) + 70 (8 x 8, 6) from positions 0, 5 and 25.
+    // Runs of 32 tokens: 5 + 20 + 70 (32, 32, 6) from positions 0, 5 and 25.
     nHeads: 4,
     nKvHeads: 2,
     headDim: 64,
@@ -55,7 +55,7 @@ const SETUPS: Setup[] = [
     chunks: [[0, 1, 2, 3, 4], range(5, 25), range(25, 95), [96, 95, 97], [98]],
   },
   {
-    // A group of 20 heads: one token per item, more rows than one item's usual 16.
+    // A group of 20 heads: 3 tokens per item, fewer rows than one item's usual 64.
     nHeads: 20,
     nKvHeads: 1,
     headDim: 32,
