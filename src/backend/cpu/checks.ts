@@ -1,6 +1,8 @@
 /** Argument checks shared by the kernel wrappers. */
 
+import { ggmlTypeInfo } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
+import { type Operand, operandPointer } from "./native_buffer.ts";
 
 export function checkDims(op: string, dims: Record<string, number>, allowZero = false): void {
   for (const [name, v] of Object.entries(dims)) {
@@ -11,4 +13,32 @@ export function checkDims(op: string, dims: Record<string, number>, allowZero = 
       );
     }
   }
+}
+
+/** Checks a matrix product's operands; returns the addresses of W, x and y. */
+export function matmulOperands(
+  rowBytes: (type: number, cols: number) => number,
+  op: string,
+  type: number,
+  w: Operand,
+  rows: number,
+  cols: number,
+  x: Operand,
+  nTokens: number,
+  y: Operand,
+): [Deno.PointerObject, Deno.PointerObject, Deno.PointerObject] {
+  checkDims(op, { rows, cols, nTokens });
+  const info = ggmlTypeInfo(type);
+  const rb = rowBytes(type, cols);
+  if (!info || rb < 0) {
+    throw new CpuKernelError(
+      "cpu_kernel_invalid",
+      `${op}: type ${info?.name ?? type} with ${cols} columns is not computable here`,
+    );
+  }
+  return [
+    operandPointer(op, "weights", w, rb * rows),
+    operandPointer(op, "x", x, nTokens * cols * 4),
+    operandPointer(op, "y", y, nTokens * rows * 4),
+  ];
 }

@@ -7,8 +7,7 @@
  * `flush()`, named after the op that failed.
  */
 
-import { ggmlTypeInfo } from "../../gguf/mod.ts";
-import { checkDims } from "./checks.ts";
+import { checkDims, matmulOperands } from "./checks.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
 import { checkSequences, kvCacheBytes, type KvLayout, type KvSequence } from "./kv_layout.ts";
 import type { CpuSymbols } from "./library.ts";
@@ -20,34 +19,6 @@ export const MATMUL_MANY_MAX = 8;
 /** Op codes of oplist.c. */
 const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4, OP_KV_STORE = 5;
 const OP_ATTENTION = 6, OP_SILU_MUL = 7, OP_ADD = 8;
-
-/** Checks a matrix product's operands; returns the addresses of W, x and y. */
-export function matmulOperands(
-  rowBytes: (type: number, cols: number) => number,
-  op: string,
-  type: number,
-  w: Operand,
-  rows: number,
-  cols: number,
-  x: Operand,
-  nTokens: number,
-  y: Operand,
-): [Deno.PointerObject, Deno.PointerObject, Deno.PointerObject] {
-  checkDims(op, { rows, cols, nTokens });
-  const info = ggmlTypeInfo(type);
-  const rb = rowBytes(type, cols);
-  if (!info || rb < 0) {
-    throw new CpuKernelError(
-      "cpu_kernel_invalid",
-      `${op}: type ${info?.name ?? type} with ${cols} columns is not computable here`,
-    );
-  }
-  return [
-    operandPointer(op, "weights", w, rb * rows),
-    operandPointer(op, "x", x, nTokens * cols * 4),
-    operandPointer(op, "y", y, nTokens * rows * 4),
-  ];
-}
 
 function address(p: Deno.PointerObject): number {
   return Number(Deno.UnsafePointer.value(p));
@@ -290,21 +261,15 @@ export class OpList {
     k: Operand,
     v: Operand,
   ): void {
-    const rows = checkSequences("kvStore", l, sequences, positions);
-    const cache = kvCacheBytes(l), bytes = rows * l.nKvHeads * l.headDim * 4;
-    const pk = this.#addr("kvStore", "kCache", kCache, cache);
-    const pv = this.#addr("kvStore", "vCache", vCache, cache);
+    const [rows, pk, pv] = this.#caches("kvStore", l, kCache, vCache, sequences, positions);
+    const bytes = rows * l.nKvHeads * l.headDim * 4;
     const pkr = this.#addr("kvStore", "k", k, bytes), pvr = this.#addr("kvStore", "v", v, bytes);
-    const [seqs, tables, pos] = this.#copySequences(sequences, positions, rows);
     this.#push("kvStore", OP_KV_STORE, [
       pk,
       pv,
       l.type,
       l.blockSize,
-      sequences.length,
-      seqs,
-      tables,
-      pos,
+      ...this.#copySequences(sequences, positions, rows),
       l.nKvHeads,
       l.headDim,
       pkr,
@@ -325,7 +290,6 @@ export class OpList {
     nHeads: number,
     scale: number,
   ): void {
-    const rows = checkSequences("attention", l, sequences, positions);
     checkDims("attention", { nHeads });
     if (nHeads % l.nKvHeads !== 0) {
       throw new CpuKernelError(
@@ -333,12 +297,10 @@ export class OpList {
         `attention: ${nHeads} heads over ${l.nKvHeads} kv heads`,
       );
     }
-    const cache = kvCacheBytes(l), qBytes = rows * nHeads * l.headDim * 4;
+    const [rows, pk, pv] = this.#caches("attention", l, kCache, vCache, sequences, positions);
+    const qBytes = rows * nHeads * l.headDim * 4;
     const po = this.#addr("attention", "out", out, qBytes);
     const pq = this.#addr("attention", "q", q, qBytes);
-    const pk = this.#addr("attention", "kCache", kCache, cache);
-    const pv = this.#addr("attention", "vCache", vCache, cache);
-    const [seqs, tables, pos] = this.#copySequences(sequences, positions, rows);
     this.#push("attention", OP_ATTENTION, [
       po,
       pq,
@@ -346,10 +308,7 @@ export class OpList {
       pv,
       l.type,
       l.blockSize,
-      sequences.length,
-      seqs,
-      tables,
-      pos,
+      ...this.#copySequences(sequences, positions, rows),
       nHeads,
       l.nKvHeads,
       l.headDim,
@@ -357,20 +316,34 @@ export class OpList {
     ]);
   }
 
-  /** The (row_start, row_count, table_len) triples, the tables and the positions, as
-   * offsets into the copied integers. */
+  /** The rows the sequences span and the addresses of both caches, all checked. */
+  #caches(
+    op: string,
+    l: KvLayout,
+    kCache: Operand,
+    vCache: Operand,
+    sequences: readonly KvSequence[],
+    positions: Int32Array,
+  ): [number, number, number] {
+    const rows = checkSequences(op, l, sequences, positions);
+    const bytes = kvCacheBytes(l);
+    return [rows, this.#addr(op, "kCache", kCache, bytes), this.#addr(op, "vCache", vCache, bytes)];
+  }
+
+  /** The sequence count, then the (row_start, row_count, table_len) triples, the tables
+   * and the positions as offsets into the copied integers. */
   #copySequences(
     sequences: readonly KvSequence[],
     positions: Int32Array,
     rows: number,
-  ): [number, number, number] {
+  ): [number, number, number, number] {
     const triples = Int32Array.from(
       sequences.flatMap((s) => [s.rowStart, s.rowCount, s.blockTable.length]),
     );
     const seqs = this.#copyInts(triples, triples.length);
     const tables = this.#nInts;
     for (const s of sequences) this.#copyInts(s.blockTable, s.blockTable.length);
-    return [seqs, tables, this.#copyInts(positions, rows)];
+    return [sequences.length, seqs, tables, this.#copyInts(positions, rows)];
   }
 
   /** out = silu(gate) * up over n values. */

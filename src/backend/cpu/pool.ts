@@ -9,7 +9,8 @@ import { checkDims } from "./checks.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
 import type { CpuSymbols } from "./library.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
-import { matmulOperands, OpList } from "./op_list.ts";
+import { matmulOperands } from "./checks.ts";
+import { OpList } from "./op_list.ts";
 
 export { MATMUL_MANY_MAX } from "./op_list.ts";
 
