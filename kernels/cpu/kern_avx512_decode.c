@@ -32,7 +32,7 @@ static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int6
   int64_t b = 0;
   for (; b + 16 <= nb; b += 16) {
     const uint8_t *blk = row + b * 34;
-    nk_prefetch_ahead(blk, 16 * 34);
+    nk_prefetch_ahead(mm, blk, 16 * 34);
     const __m512i dbits = _mm512_i32gather_epi32(offsets, blk, 1);
     const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dbits));
     __m512 sc[4];
@@ -115,7 +115,7 @@ static inline __attribute__((always_inline)) void q45_k_row(const nk_mm *mm, int
   }
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = row + i * (five ? 176 : 144);
-    nk_prefetch_ahead(blk, five ? 176 : 144);
+    nk_prefetch_ahead(mm, blk, five ? 176 : 144);
     const float d = nk_f16_at(blk), dmin = nk_f16_at(blk + 2);
     const __m128i packed = k4_scales_mins(blk + 4);
     const __m256 scd =
@@ -184,7 +184,7 @@ static inline __attribute__((always_inline)) void q6_k_row(const nk_mm *mm, int6
   for (int j = 0; j < nt; j++) acc[j][0] = acc[j][1] = corr[j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = row + i * 210;
-    nk_prefetch_ahead(blk, 210);
+    nk_prefetch_ahead(mm, blk, 210);
     const __m512 scf = _mm512_mul_ps(
         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))),
         _mm512_set1_ps(nk_f16_at(blk + 208)));
@@ -245,7 +245,7 @@ static inline __attribute__((always_inline)) void q4_k_row(const nk_mm *mm, int6
   }
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = row + i * 144;
-    nk_prefetch_ahead(blk, 144);
+    nk_prefetch_ahead(mm, blk, 144);
     const __m128i packed = k4_scales_mins(blk + 4);
     const __m256 scd =
         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(packed)), _mm256_set1_ps(nk_f16_at(blk)));

@@ -162,6 +162,7 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
   for (int32_t m = 0; m < n; m++) {
     if (setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
       return NK_EINVAL;
+    a.mm[m].page_ahead = nk_pool_page_ahead(pool);
     quant |= a.mm[m].tr->quant;
     if (packed && n_tokens < a.ops->pack_min_tokens(types[m])) packed = 0;
     if (panel_bytes(&a, &a.mm[m]) > scratch) scratch = panel_bytes(&a, &a.mm[m]);

@@ -67,6 +67,10 @@ NK_API int32_t nk_pool_threads(const nk_pool *pool);
  * CPU lacks it. */
 NK_API int32_t nk_pool_set_isa(nk_pool *pool, int32_t level);
 NK_API int32_t nk_pool_isa(const nk_pool *pool);
+/* On when the weights this pool's matmuls read sit on small pages (read in place from a
+ * file mapping): the kernels then also prefetch whole pages well ahead. Off by default,
+ * for weights on huge pages, where those extra requests only cost. */
+NK_API void nk_pool_set_page_prefetch(nk_pool *pool, int32_t on);
 
 /* 64-byte aligned, zeroed. */
 NK_API void *nk_alloc(uint64_t bytes);

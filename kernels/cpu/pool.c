@@ -34,6 +34,7 @@ struct nk_pool {
   void *arg;
   int32_t n;
   int32_t isa;
+  int32_t page_prefetch;
   const nk_isa_ops *ops;
   pthread_t *threads;
   nk_share *shares;
@@ -251,6 +252,14 @@ int32_t nk_pool_set_isa(nk_pool *pool, int32_t level) {
 
 int32_t nk_pool_isa(const nk_pool *pool) {
   return pool->isa;
+}
+
+void nk_pool_set_page_prefetch(nk_pool *pool, int32_t on) {
+  pool->page_prefetch = on != 0;
+}
+
+int64_t nk_pool_page_ahead(const nk_pool *pool) {
+  return pool->page_prefetch ? NK_PAGE_AHEAD : 0;
 }
 
 const nk_isa_ops *nk_pool_ops(const nk_pool *pool) {

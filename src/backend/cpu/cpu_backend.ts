@@ -106,6 +106,7 @@ export class CpuBackend implements Backend {
     this.pool = this.kernels.createPool(options.threads);
     this.#weights = new WeightArena(this.kernels);
     this.#mmap = options.mmap ?? true;
+    this.pool.pagePrefetch = this.#mmap;
   }
 
   loadWeight(source: WeightSource): Weight {

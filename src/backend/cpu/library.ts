@@ -17,6 +17,7 @@ export const CPU_SYMBOLS = {
   nk_pool_threads: { parameters: ["pointer"], result: "i32" },
   nk_pool_set_isa: { parameters: ["pointer", "i32"], result: "i32" },
   nk_pool_isa: { parameters: ["pointer"], result: "i32" },
+  nk_pool_set_page_prefetch: { parameters: ["pointer", "i32"], result: "void" },
   nk_alloc: { parameters: ["u64"], result: "pointer" },
   nk_alloc_huge: { parameters: ["u64"], result: "pointer" },
   nk_free: { parameters: ["pointer"], result: "void" },

@@ -2,7 +2,7 @@
  * Checker for nk_matmul on every type: random valid blocks on odd shapes (rows that fill no
  * panel or thread evenly, legacy rows ending in a partial chunk), every token count from
  * decode to prefill tiles with remainders, every dispatch level of this CPU, 1 and 2
- * threads. Three oracles: the TypeScript dequantizer (bit-exact against the C reference
+ * threads (with page prefetching off and on). Three oracles: the TypeScript dequantizer (bit-exact against the C reference
  * dequantizer), nk_matmul_ref (f64 dot of dequantized rows) and the scalar level.
  *
  * Tolerances: quantized types quantize activations to int8 per 32 values (scale
@@ -51,6 +51,8 @@ for (const c of CASES) {
     const info = ggmlTypeByName(c.type)!;
     const rng = new Rng(info.id * 7919 + 1);
     const pools = [k.createPool(1), k.createPool(2)];
+    // The two-thread pool reads its weights as if in place from a file mapping.
+    pools[1].pagePrefetch = true;
     try {
       for (const [rows, cols] of c.shapes) {
         const w = randomBlocks(info, (rows * cols) / info.blockSize, rng);

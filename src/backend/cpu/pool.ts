@@ -48,6 +48,12 @@ export class Pool {
     checkStatus(`isa ${level}`, this.#sym.nk_pool_set_isa(this.#p, ISA_LEVELS.indexOf(level)));
   }
 
+  /** Says that the weights matmuls read sit on small pages (in place in a file mapping),
+   * so the kernels also prefetch whole pages ahead; off for weights on huge pages. */
+  set pagePrefetch(on: boolean) {
+    this.#sym.nk_pool_set_page_prefetch(this.#p, on ? 1 : 0);
+  }
+
   /** Stops the threads and frees the scratch; the pool is unusable afterwards. */
   destroy(): void {
     if (this.#pool === null) return;
