@@ -32,7 +32,7 @@ enum {
   NK_BF16 = 30,
 };
 
-enum { NK_OK = 0, NK_EINVAL = -1, NK_ENOMEM = -2, NK_EUNSUPPORTED = -3 };
+enum { NK_OK = 0, NK_EINVAL = -1, NK_ENOMEM = -2, NK_EUNSUPPORTED = -3, NK_EINTERRUPTED = -4 };
 
 /* Dispatch levels, best last. */
 enum { NK_ISA_SCALAR = 0, NK_ISA_AVX2 = 1, NK_ISA_AVX512 = 2 };
@@ -138,9 +138,11 @@ NK_API int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const f
 NK_API int32_t nk_add(nk_pool *pool, float *out, const float *a, const float *b, int64_t n);
 
 /* Runs a list of ops recorded by the binding (layout in oplist.c) in order; stops at the
- * first that fails, returning its code with its index in *failed (those before it ran). */
+ * first that fails, returning its code with its index in *failed (those before it ran).
+ * With `interrupt` set, it also stops before any op once *interrupt differs from `seen`
+ * (another thread wrote it), returning NK_EINTERRUPTED with that op's index. */
 NK_API int32_t nk_run_ops(nk_pool *pool, const double *ops, int64_t n_words, const int32_t *ints,
-                          int32_t *failed);
+                          int32_t *failed, const int32_t *interrupt, int32_t seen);
 
 NK_API void nk_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 /* Round to nearest even, like F16C. */

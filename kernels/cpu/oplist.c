@@ -97,13 +97,15 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
 }
 
 int32_t nk_run_ops(nk_pool *pool, const double *ops, int64_t n_words, const int32_t *ints,
-                   int32_t *failed) {
+                   int32_t *failed, const int32_t *interrupt, int32_t seen) {
   if (!pool || !ops || n_words < 0 || !failed) return NK_EINVAL;
   int32_t index = 0;
   for (int64_t at = 0; at < n_words; index++) {
     const int64_t words = at + HEADER <= n_words ? i64(ops[at + 1]) : 0;
     int32_t rc = NK_EINVAL;
-    if (words >= HEADER && at + words <= n_words) {
+    if (interrupt && __atomic_load_n(interrupt, __ATOMIC_RELAXED) != seen) {
+      rc = NK_EINTERRUPTED;
+    } else if (words >= HEADER && at + words <= n_words) {
       rc = run_op(pool, (int32_t)i64(ops[at]), ops + at + HEADER, words, ints);
     }
     if (rc != NK_OK) {

@@ -106,6 +106,15 @@ export interface Collective {
   allReduceSum(address: bigint, count: number, dtype: ReduceDType, stream: Deno.PointerValue): void;
 }
 
+/**
+ * Lets a step stop early: it stops once `word[0]` (shared memory) differs from `seen`,
+ * which another thread changes when something more urgent arrived.
+ */
+export interface StepInterrupt {
+  word: Int32Array;
+  seen: number;
+}
+
 export interface Backend {
   readonly kind: DeviceKind;
 
@@ -146,9 +155,11 @@ export interface Backend {
    * Returns once every op issued so far has run. Backends that queue work (a CUDA stream,
    * the CPU's recorded op list) offer it: a step that reads nothing back calls it, so the
    * step has really run when it returns (its timing sizes the next steps; ranks stay in
-   * lockstep).
+   * lockstep). A backend that can stop between ops honours `interrupt`: it returns false
+   * when it stopped, and whatever the step would have written (its cache rows included) is
+   * then left half done, to be computed again.
    */
-  synchronize?(): void;
+  synchronize?(interrupt?: StepInterrupt): boolean;
 
   /** Rotary embedding, NeoX layout, in place on every head of every row at its position. */
   ropeNeox(

@@ -14,6 +14,7 @@ import type {
   Collective,
   KvCache,
   KvCacheSpec,
+  StepInterrupt,
   StepLayout,
   Weight,
   WeightSource,
@@ -283,8 +284,8 @@ export class CpuBackend implements Backend {
     return this.pool.bandwidth(512 * 1024 * 1024, 5);
   }
 
-  synchronize(): void {
-    this.pool.queue.flush();
+  synchronize(interrupt?: StepInterrupt): boolean {
+    return this.pool.queue.flush(interrupt);
   }
 
   /** Greedy decoding's argmax, on the native rows: no copy of the logits to the JS heap. */

@@ -93,7 +93,7 @@ export const CPU_SYMBOLS = {
   nk_add: { parameters: ["pointer", "pointer", "pointer", "pointer", "i64"], result: "i32" },
   nk_argmax_rows: { parameters: ["pointer", "pointer", "i64", "i64", "pointer"], result: "i32" },
   nk_run_ops: {
-    parameters: ["pointer", "buffer", "i64", "buffer", "buffer"],
+    parameters: ["pointer", "buffer", "i64", "buffer", "buffer", "buffer", "i32"],
     result: "i32",
   },
   nk_f16_to_f32: { parameters: ["pointer", "pointer", "i64"], result: "void" },

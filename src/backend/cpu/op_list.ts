@@ -11,7 +11,11 @@ import { checkDims, matmulOperands } from "./checks.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
 import { checkSequences, kvCacheBytes, type KvLayout, type KvSequence } from "./kv_layout.ts";
 import type { CpuSymbols } from "./library.ts";
+import type { StepInterrupt } from "../backend.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
+
+/** nk_run_ops stopped by its interrupt word. */
+const NK_EINTERRUPTED = -4;
 
 /** Matrices one matmulMany call takes (NK_MANY_MAX in the library). */
 export const MATMUL_MANY_MAX = 8;
@@ -61,9 +65,13 @@ export class OpList {
     return this.#names.length;
   }
 
-  /** Runs the recorded ops, in order, and empties the list (also when one fails). */
-  flush(): void {
-    if (this.#names.length === 0) return;
+  /**
+   * Runs the recorded ops, in order, and empties the list (also when one fails). With
+   * `interrupt`, stops between two ops once it fires and returns false: the ops after that
+   * point never run.
+   */
+  flush(interrupt?: StepInterrupt): boolean {
+    if (this.#names.length === 0) return true;
     const names = this.#names;
     let rc: number;
     this.#failed[0] = -1;
@@ -74,11 +82,15 @@ export class OpList {
         BigInt(this.#nWords),
         this.#ints,
         this.#failed,
+        interrupt?.word ?? null,
+        interrupt?.seen ?? 0,
       );
     } finally {
       this.discard();
     }
+    if (rc === NK_EINTERRUPTED) return false;
     checkStatus(names[this.#failed[0]] ?? "runOps", rc);
+    return true;
   }
 
   /** Forgets the recorded ops without running them. */

@@ -3,7 +3,7 @@
  * flush give bit-identical results to the same ops run one by one, at every level with 1
  * and 2 threads; a failure the kernels detect surfaces at the flush, named after its op,
  * and leaves the list empty and usable; arrays the caller reuses after recording do not
- * change what runs.
+ * change what runs; an interrupt word that moved stops the list between ops.
  */
 
 import {
@@ -175,4 +175,27 @@ Deno.test("the backend's synchronize runs what a step recorded, with nothing rea
   } finally {
     be.close();
   }
+});
+
+Deno.test("an interrupt word that moved stops the list before its next op", async () => {
+  const k = await testKernels();
+  const pool = k.createPool(2);
+  const x = k.alloc(64 * 4);
+  const word = new Int32Array(new SharedArrayBuffer(4));
+  const doubleTwice = (seen: number): boolean => {
+    x.f32().fill(1);
+    pool.queue.add(x, x, x, 64);
+    pool.queue.add(x, x, x, 64);
+    return pool.queue.flush({ word, seen });
+  };
+  assert(doubleTwice(0), "an unchanged word lets the list run");
+  assertEquals(x.f32()[63], 4);
+  word[0] = 1;
+  assertEquals(doubleTwice(0), false);
+  assertEquals(pool.queue.pending, 0, "the stopped list is emptied");
+  assertEquals(x.f32()[63], 1, "no op ran");
+  assert(doubleTwice(1), "a word equal to what was seen lets the list run");
+  assertEquals(x.f32()[63], 4);
+  pool.destroy();
+  x.free();
 });

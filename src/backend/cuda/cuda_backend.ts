@@ -355,9 +355,10 @@ export class CudaBackend implements Backend {
     return copyBandwidth(this.#live(), bytes);
   }
 
-  /** Waits for all recorded work (timings, tests). */
-  synchronize(): void {
+  /** Waits for all recorded work (timings, tests); a stream runs whole, never interrupted. */
+  synchronize(): boolean {
     this.#live().sync();
+    return true;
   }
 
   /** Cached copies of `out`'s old contents are stale once an op writes it. */
