@@ -16,8 +16,8 @@ export interface ConcurrencyResult {
   ttft_ms: number;
 }
 
-/** Short requests sent, one after another, while the long prompt is prefilled. */
-const BEHIND_SAMPLES = 5;
+/** Mean gap between the short requests sent while the long prompt is prefilled. */
+const ARRIVAL_GAP_MS = 1500;
 
 export interface LatencyResult {
   unloaded_ms: number;
@@ -118,11 +118,14 @@ export class ServingBench {
     let longDone = false;
     const long = timed(this.host, request(this.#id(), randomTokens(longTokens, this.vocab, 99), 4))
       .finally(() => (longDone = true));
-    // Arrivals at several points of the long prompt's prefill, each landing at a random
-    // moment of a step in flight.
+    // Arrivals all through the long prompt's prefill, shallow and deep, each at a random
+    // moment of the step in flight.
     const behind: number[] = [];
-    while (behind.length < BEHIND_SAMPLES) {
-      await new Promise((r) => setTimeout(r, 150 + 100 * behind.length));
+    const jitter = randomTokens(64, 1000, 7);
+    while (!longDone) {
+      await new Promise((r) =>
+        setTimeout(r, ARRIVAL_GAP_MS * (0.5 + jitter[behind.length % 64] / 1000))
+      );
       if (longDone) break;
       behind.push((await timed(this.host, short())).ttftMs);
     }

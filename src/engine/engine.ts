@@ -12,7 +12,7 @@ import {
   OutputParser,
   promptOpensReasoning,
 } from "../chat/mod.ts";
-import type { SequenceSlice } from "../backend/backend.ts";
+import type { SequenceSlice, StepInterrupt } from "../backend/backend.ts";
 import { errorMessage } from "../common/errors.ts";
 import { type GgufFile, openGguf } from "../gguf/mod.ts";
 import { readQwen3Hparams } from "../models/qwen3.ts";
@@ -20,12 +20,12 @@ import { loadTokenizer, type Tokenizer } from "../tokenizer/mod.ts";
 import { EngineError } from "./errors.ts";
 import { BlockPool } from "./kv/block_pool.ts";
 import { Scheduler } from "./scheduler.ts";
-import { StepBudget } from "./step_budget.ts";
+import { runWork, StepBudget } from "./step_budget.ts";
 import type { EngineOptions, EngineStats, GenerateRequest, ModelDescription } from "./protocol.ts";
 import { type SampledToken, topIds } from "./sampler.ts";
 import { type EventSink, Sequence } from "./sequence.ts";
 import { describeModel } from "./describe.ts";
-import { type ModelRunner, openRunner } from "./runner.ts";
+import { type ModelRunner, openRunner, type StepBatch } from "./runner.ts";
 
 const KV_BLOCK_SIZE = 16;
 
@@ -55,6 +55,7 @@ export class Engine {
     decodeSeconds: 0,
     steps: 0,
     stepTokens: 0,
+    interruptedSteps: 0,
   };
 
   private constructor(
@@ -189,9 +190,14 @@ export class Engine {
     this.#scheduler.retire();
   }
 
-  /** Runs one forward pass over the scheduled tokens and samples where due. */
-  step(): void {
-    const runs = this.#scheduler.schedule(this.#budget.tokens());
+  /**
+   * Runs one forward pass over the scheduled tokens and samples where due. A step of
+   * prompt chunks alone (nobody's token waits on it) stops early when `interrupt` fires:
+   * a request that arrives during a long prefill then waits for part of a layer, not for
+   * the rest of a step, and the chunks are fed again in a later step.
+   */
+  step(interrupt?: StepInterrupt): void {
+    const runs = this.#scheduler.schedule(this.#budget);
     if (runs.length === 0) return;
 
     const ids: number[] = [];
@@ -199,7 +205,9 @@ export class Engine {
     const slices: SequenceSlice[] = [];
     const logitRows: number[] = [];
     let prefill = 0;
+    let attended = 0;
     for (const run of runs) {
+      attended += runWork(run.start, run.count).attended;
       const rowStart = ids.length;
       for (let i = 0; i < run.count; i++) {
         ids.push(run.seq.tokens[run.start + i]);
@@ -216,15 +224,15 @@ export class Engine {
       logitRows: Int32Array.from(logitRows),
     };
     const sampling = runs.filter((r) => r.sample).map((r) => r.seq);
-    const argmaxOnly = this.#runner.forwardArgmax !== undefined &&
-      sampling.every((seq) => seq.sampler.plainGreedy && seq.topLogits === 0);
     const started = performance.now();
-    const picks = argmaxOnly
-      ? Array.from(this.#runner.forwardArgmax!(batch), (id): Pick => ({ token: { id } }))
-      : this.#sample(this.#runner.forward(batch), sampling);
+    const picks = this.#run(batch, sampling, interrupt);
+    if (picks === null) {
+      this.#stats.interruptedSteps++;
+      return;
+    }
     const seconds = (performance.now() - started) / 1000;
     this.#account(prefill, ids.length - prefill, seconds);
-    this.#budget.observe(ids.length, seconds);
+    this.#budget.observe({ tokens: ids.length, attended }, seconds);
     this.#scheduler.complete(runs);
     sampling.forEach((seq, i) => seq.onToken(picks[i].token, picks[i].top));
     this.#scheduler.retire();
@@ -252,6 +260,18 @@ export class Engine {
     this.cancelAll();
     this.#runner.close();
     this.#file.close();
+  }
+
+  /** The step's forward pass and each sampling sequence's pick; null when interrupted. */
+  #run(batch: StepBatch, sampling: Sequence[], interrupt?: StepInterrupt): Pick[] | null {
+    if (sampling.length === 0 && interrupt && this.#runner.prefill) {
+      return this.#runner.prefill(batch, interrupt) ? [] : null;
+    }
+    const argmaxOnly = this.#runner.forwardArgmax !== undefined &&
+      sampling.every((seq) => seq.sampler.plainGreedy && seq.topLogits === 0);
+    return argmaxOnly
+      ? Array.from(this.#runner.forwardArgmax!(batch), (id): Pick => ({ token: { id } }))
+      : this.#sample(this.#runner.forward(batch), sampling);
   }
 
   /** Samples each sequence's token from its row of `rows`. */

@@ -177,7 +177,7 @@ export class EngineHost {
   }
 
   #post(message: HostMessage): void {
-    this.#doorbell.ring();
+    this.#doorbell.ring(message.op !== "stats");
     this.#worker.postMessage(message);
   }
 

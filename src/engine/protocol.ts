@@ -103,6 +103,8 @@ export interface EngineStats {
   prefixLookups: number;
   prefixHits: number;
   preemptions: number;
+  /** Prompt-only steps stopped for an arriving request (engine.ts, `step`). */
+  interruptedSteps: number;
   steps: number;
   meanBatchTokens: number;
   prefillTokens: number;

@@ -5,7 +5,14 @@
  * only decides *what* runs each step (scheduling, cache blocks, sampling).
  */
 
-import type { Backend, KvCache, KvCacheSpec, KvDType, StepLayout } from "../backend/backend.ts";
+import type {
+  Backend,
+  KvCache,
+  KvCacheSpec,
+  KvDType,
+  StepInterrupt,
+  StepLayout,
+} from "../backend/backend.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import type { GgufFile } from "../gguf/mod.ts";
 import { type Qwen3Hparams, Qwen3Model, readQwen3Hparams } from "../models/qwen3.ts";
@@ -38,6 +45,12 @@ export interface ModelRunner {
    * without copying logits back (a GPU); absent otherwise.
    */
   forwardArgmax?(batch: StepBatch): Int32Array;
+  /**
+   * Runs a step that samples nothing (prompt chunks only) and may stop early when
+   * `interrupt` fires: false when it stopped, its work then to be done again. Absent where
+   * a step always runs whole.
+   */
+  prefill?(batch: StepBatch, interrupt: StepInterrupt): boolean;
   /** Bytes held on the device (weights, cache, scratch), for device-resident runners. */
   deviceBytes?(): number;
   close(): void;
@@ -114,6 +127,12 @@ export class LocalRunner implements ModelRunner {
     if (batch.logitRows.length > 0) return this.backend.read(logits);
     this.backend.synchronize?.();
     return new Float32Array(0);
+  }
+
+  prefill(batch: StepBatch, interrupt: StepInterrupt): boolean {
+    if (batch.logitRows.length > 0) throw new Error("prefill: a step that samples runs whole");
+    this.model.forward(batch.ids, batch.layout, this.cache, batch.logitRows);
+    return this.backend.synchronize?.(interrupt) ?? true;
   }
 
   deviceBytes(): number {

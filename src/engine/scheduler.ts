@@ -4,9 +4,9 @@
  * 1. every decoding sequence feeds its last token (they are never starved);
  * 2. waiting requests are admitted in arrival order while there are sequence slots and
  *    cache blocks for their prompt, reusing any cached prefix;
- * 3. prompts are fed in chunks, shortest remaining first, within the step's token budget
- *    (step_budget.ts sizes it so a step takes a bounded time), so nobody's next token
- *    waits behind a long prefill.
+ * 3. prompts are fed in chunks, shortest remaining first, each as large as the step's
+ *    time allows (step_budget.ts sizes them so a step takes a bounded time), so nobody's
+ *    next token waits behind a long prefill.
  *
  * Cache blocks are taken as positions are reached. When the pool runs dry, the most
  * recently admitted sequence is preempted: its blocks are released and it goes back to the
@@ -16,6 +16,7 @@
 
 import { blockKey, type BlockPool } from "./kv/block_pool.ts";
 import type { Sequence } from "./sequence.ts";
+import { type ChunkSizer, runWork, type StepWork } from "./step_budget.ts";
 
 export interface SchedulerOptions {
   /** Sequences decoded together at most. */
@@ -31,9 +32,19 @@ export interface ScheduledRun {
   sample: boolean;
 }
 
-/** A prefill that completes in a step caps the rest of that step's prefill at this many
- * tokens, for other prompts that complete with it. */
+/** A prefill that completes in a step leaves at least this many tokens of that step to
+ * other prompts that complete with it. */
 const LATENCY_FLOOR_TOKENS = 32;
+
+function stepWork(runs: ScheduledRun[]): StepWork {
+  const work = { tokens: 0, attended: 0 };
+  for (const run of runs) {
+    const w = runWork(run.start, run.count);
+    work.tokens += w.tokens;
+    work.attended += w.attended;
+  }
+  return work;
+}
 
 export class Scheduler {
   waiting: Sequence[] = [];
@@ -57,8 +68,8 @@ export class Scheduler {
     this.#releaseBlocks(seq);
   }
 
-  /** Plans the next step, feeding prompts at most `budget` tokens (decodes come first). */
-  schedule(budgetTokens: number): ScheduledRun[] {
+  /** Plans the next step: every decode, then prompt chunks as large as `sizer` allows. */
+  schedule(sizer: ChunkSizer): ScheduledRun[] {
     const runs: ScheduledRun[] = [];
     for (const seq of [...this.running]) {
       if (seq.prefilling || !this.running.includes(seq)) continue;
@@ -70,24 +81,26 @@ export class Scheduler {
 
     const prefilling = this.running.filter((s) => s.prefilling)
       .sort((a, b) => a.uncached - b.uncached);
-    let budget = budgetTokens - runs.length;
-    let capped = false;
+    // Once a first token is due, only prompts that finish too may join, this many tokens
+    // in all: a chunk of a long prompt would delay that token for nobody's gain.
+    let completing = Infinity;
+    let fedPrompt = false;
     for (const seq of prefilling) {
-      if (budget <= 0) break;
       if (!this.running.includes(seq)) continue;
-      // Once a first token is due, only prompts that finish too may join: a chunk of a long
-      // prompt (attention over its whole history) would delay that token for nobody's gain.
-      if (capped && seq.uncached > budget) continue;
-      const count = Math.min(seq.uncached, budget);
+      let count = Math.min(sizer.fit(stepWork(runs), seq.cached, seq.uncached), completing);
+      if (!fedPrompt) {
+        // Progress for one prompt per step, whatever the time: a few tokens when decodes
+        // already fill the step, so that no prompt starves behind them.
+        const floor = runs.length > 0 ? sizer.minTokens : 1;
+        count = Math.max(count, Math.min(seq.uncached, floor));
+      }
+      if (count <= 0 || (completing !== Infinity && count < seq.uncached)) continue;
       if (!this.#reserve(seq, seq.cached + count, runs)) continue;
       const sample = count === seq.uncached;
       runs.push({ seq, start: seq.cached, count, sample });
-      budget -= count;
-      if (sample && !capped) {
-        // A request about to see its first token should not wait on a long chunk.
-        budget = Math.min(budget, Math.max(count, LATENCY_FLOOR_TOKENS));
-        capped = true;
-      }
+      fedPrompt = true;
+      if (completing !== Infinity) completing -= count;
+      else if (sample) completing = Math.max(count, LATENCY_FLOOR_TOKENS);
     }
     return runs;
   }

@@ -1,18 +1,58 @@
 /**
- * How many tokens the next step may carry, so that a step takes about `targetMs`: a
- * request that arrives while a long prompt is being prefilled waits for at most one such
- * step, not for the whole prompt. The cost per token is learned from the steps that ran
- * (an average that favours recent steps), so a GPU that prefills thousands of tokens in
- * that time gets the full `maxTokens`, and a CPU gets chunks it can finish in time.
+ * How much prompt a step may carry, so that the step takes about `targetMs`: a request
+ * that arrives while a long prompt is being prefilled waits for at most one such step, not
+ * for the whole prompt.
+ *
+ * A step's time is modelled as
+ *
+ *   seconds = fixed + perToken · tokens + perAttended · attended
+ *
+ * where `attended` sums, over the step's tokens, the positions each one attends to. The
+ * fixed part is what every step pays whatever it carries (on a CPU, reading all the
+ * weights once); the per-token part is the matrix products; the attended part is
+ * attention, which makes a chunk at position 4000 several times dearer than the same
+ * chunk at position 0. The three costs are fitted by least squares, none below zero, to
+ * recent steps of every size, so a GPU that prefills thousands of tokens within the
+ * target gets its full `maxTokens`, and a CPU gets chunks it can finish in time at any
+ * depth.
  */
 
-const INITIAL_TOKENS = 64;
-/** Steps this small say more about fixed per-step costs than about the cost per token. */
-const MIN_SAMPLE_TOKENS = 16;
-const SMOOTHING = 0.7;
+/** What a step carries: its tokens, and the positions they attend to, summed. */
+export interface StepWork {
+  tokens: number;
+  attended: number;
+}
 
-export class StepBudget {
-  #secondsPerToken = 0;
+/** Sizes the prompt chunks of a step (the scheduler asks it, chunk by chunk). */
+export interface ChunkSizer {
+  /** Prompt tokens a step gives its first prompt chunk even when its decodes alone fill
+   * it, so no prompt starves behind many decoding sequences. */
+  readonly minTokens: number;
+  /** How many of `wanted` prompt tokens, from position `start` on, may join a step that
+   * already carries `work` (0 when none fit). */
+  fit(work: StepWork, start: number, wanted: number): number;
+}
+
+/** The work of `count` tokens at positions [start, start + count). */
+export function runWork(start: number, count: number): StepWork {
+  return { tokens: count, attended: count * start + (count * (count + 1)) / 2 };
+}
+
+/** Before any step has been timed, and the least the fit may extrapolate to. */
+const INITIAL_TOKENS = 64;
+/** Steps the fit remembers per size class (tokens 1, 2-3, 4-7, ...): a long run of decode
+ * steps must not push out what prompt chunks taught about the cost per token. */
+const PER_SIZE = 8;
+/** Features are scaled so that the normal equations stay well conditioned. */
+const ATTENDED_UNIT = 1000;
+const RIDGE = 1e-9;
+
+type Costs = [fixed: number, perToken: number, perAttended: number];
+
+export class StepBudget implements ChunkSizer {
+  readonly #bySize: Array<Array<{ x: Costs; seconds: number }>> = [];
+  #costs: Costs | null = null;
+  #largest = 0;
 
   constructor(
     readonly targetMs: number,
@@ -20,20 +60,96 @@ export class StepBudget {
     readonly maxTokens: number,
   ) {}
 
-  /** The token budget of the next step. */
-  tokens(): number {
-    if (this.#secondsPerToken === 0) return Math.min(this.maxTokens, INITIAL_TOKENS);
-    // The epsilon keeps exact fits (0.15 s / 3.125 ms = 48) from rounding down.
-    const fit = Math.floor(this.targetMs / 1000 / this.#secondsPerToken + 1e-9);
-    return Math.max(this.minTokens, Math.min(this.maxTokens, fit));
+  fit(work: StepWork, start: number, wanted: number): number {
+    const room = Math.min(wanted, this.maxTokens - work.tokens);
+    if (room <= 0) return 0;
+    if (this.#costs === null) return Math.min(room, INITIAL_TOKENS);
+    // A fit from small steps alone says little about large ones: grow at most twofold.
+    const seen = Math.max(INITIAL_TOKENS, 2 * this.#largest) - work.tokens;
+    const target = this.targetMs / 1000;
+    const fits = (n: number) => this.predict(sum(work, runWork(start, n))) <= target;
+    // The predicted time grows with the chunk: binary search for the largest that fits.
+    let lo = 0, hi = Math.max(0, Math.min(room, seen));
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      if (fits(mid)) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
   }
 
-  /** Learns from a step of `tokens` tokens that took `seconds`. */
-  observe(tokens: number, seconds: number): void {
-    if (tokens < MIN_SAMPLE_TOKENS || seconds <= 0) return;
-    const perToken = seconds / tokens;
-    this.#secondsPerToken = this.#secondsPerToken === 0
-      ? perToken
-      : SMOOTHING * this.#secondsPerToken + (1 - SMOOTHING) * perToken;
+  /** Predicted seconds of a step carrying `work` (0 before any step was timed). */
+  predict(work: StepWork): number {
+    if (this.#costs === null) return 0;
+    const x = features(work);
+    return this.#costs.reduce((s, c, i) => s + c * x[i], 0);
   }
+
+  /** Learns from a step that carried `work` and took `seconds`. */
+  observe(work: StepWork, seconds: number): void {
+    if (work.tokens <= 0 || !(seconds > 0)) return;
+    const size = Math.floor(Math.log2(work.tokens));
+    const steps = (this.#bySize[size] ??= []);
+    steps.push({ x: features(work), seconds });
+    if (steps.length > PER_SIZE) steps.shift();
+    this.#largest = Math.max(this.#largest, work.tokens);
+    this.#costs = nonNegativeFit(this.#bySize.flat());
+  }
+}
+
+function sum(a: StepWork, b: StepWork): StepWork {
+  return { tokens: a.tokens + b.tokens, attended: a.attended + b.attended };
+}
+
+function features(w: StepWork): Costs {
+  return [1, w.tokens, w.attended / ATTENDED_UNIT];
+}
+
+/**
+ * Least squares with every cost ≥ 0: the best unconstrained fit over each subset of the
+ * three costs (the others held at zero), keeping the best whose costs are all ≥ 0. With
+ * three unknowns that is seven small solves, exact where an iterative method would not be.
+ */
+function nonNegativeFit(steps: Array<{ x: Costs; seconds: number }>): Costs {
+  let best: Costs = [0, 0, 0];
+  let bestError = Infinity;
+  for (let mask = 1; mask < 8; mask++) {
+    const used = [0, 1, 2].filter((i) => mask & (1 << i));
+    const c = solveSubset(steps, used);
+    if (c === null || c.some((v) => v < 0)) continue;
+    const error = steps.reduce((s, { x, seconds }) => {
+      const r = x.reduce((p, xi, i) => p + xi * c[i], 0) - seconds;
+      return s + r * r;
+    }, 0);
+    if (error < bestError) {
+      bestError = error;
+      best = c;
+    }
+  }
+  return best;
+}
+
+/** The least-squares costs of the features in `used`, the others zero. */
+function solveSubset(steps: Array<{ x: Costs; seconds: number }>, used: number[]): Costs | null {
+  const n = used.length;
+  // Normal equations [XᵀX | Xᵀy], solved by Gaussian elimination with partial pivoting.
+  const m = used.map((i) => [
+    ...used.map((j) => steps.reduce((s, { x }) => s + x[i] * x[j], 0)),
+    steps.reduce((s, { x, seconds }) => s + x[i] * seconds, 0),
+  ]);
+  for (let i = 0; i < n; i++) m[i][i] += RIDGE;
+  for (let col = 0; col < n; col++) {
+    let pivot = col;
+    for (let r = col + 1; r < n; r++) if (Math.abs(m[r][col]) > Math.abs(m[pivot][col])) pivot = r;
+    if (Math.abs(m[pivot][col]) < 1e-12) return null;
+    [m[col], m[pivot]] = [m[pivot], m[col]];
+    for (let r = 0; r < n; r++) {
+      if (r === col) continue;
+      const f = m[r][col] / m[col][col];
+      for (let k = col; k <= n; k++) m[r][k] -= f * m[col][k];
+    }
+  }
+  const out: Costs = [0, 0, 0];
+  used.forEach((feature, i) => (out[feature] = m[i][n] / m[i][i]));
+  return out;
 }

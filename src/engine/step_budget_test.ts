@@ -1,17 +1,81 @@
-import { assertEquals } from "../../tests/support/assert.ts";
-import { StepBudget } from "./step_budget.ts";
+import { assert, assertEquals } from "../../tests/support/assert.ts";
+import { runWork, StepBudget, type StepWork } from "./step_budget.ts";
 
-Deno.test("step budget: starts small, then fits the target time, within bounds", () => {
-  const b = new StepBudget(150, 16, 512);
-  assertEquals(b.tokens(), 64);
-  b.observe(100, 1.0); // 10 ms per token: 15 tokens fit, below the floor
-  assertEquals(b.tokens(), 16);
-  const fast = new StepBudget(150, 16, 512);
-  fast.observe(512, 0.05); // a GPU: everything fits
-  assertEquals(fast.tokens(), 512);
-  const cpu = new StepBudget(150, 16, 512);
-  cpu.observe(64, 0.2); // ~3 ms per token
-  assertEquals(cpu.tokens(), 48);
-  cpu.observe(4, 1.0); // tiny steps say nothing about the per-token cost
-  assertEquals(cpu.tokens(), 48);
+/** A CPU-like machine: 20 ms a step, 2 ms a token, 1.8 µs a position attended. */
+const cpuSeconds = (w: StepWork) => 0.020 + 0.002 * w.tokens + 1.8e-6 * w.attended;
+const EMPTY: StepWork = { tokens: 0, attended: 0 };
+
+/** The largest chunk at `start` whose step, on top of `work`, takes at most `target` s. */
+function largestFitting(work: StepWork, start: number, target: number): number {
+  let n = 0;
+  while (cpuSeconds(add(work, runWork(start, n + 1))) <= target) n++;
+  return n;
+}
+
+function add(a: StepWork, b: StepWork): StepWork {
+  return { tokens: a.tokens + b.tokens, attended: a.attended + b.attended };
+}
+
+/** Steps of a long prompt fed alone, then decode steps. */
+function trained(): StepBudget {
+  const b = new StepBudget(150, 4, 512);
+  for (let start = 0; start < 4096; start += 200) {
+    const n = 8 + (start % 48);
+    b.observe(runWork(start, n), cpuSeconds(runWork(start, n)));
+  }
+  return b;
+}
+
+Deno.test("step budget: starts at 64 tokens, within the room left", () => {
+  const b = new StepBudget(150, 4, 512);
+  assertEquals(b.fit(EMPTY, 0, 1000), 64);
+  assertEquals(b.fit(EMPTY, 0, 10), 10);
+  assertEquals(b.fit({ tokens: 500, attended: 0 }, 0, 1000), 12);
+});
+
+Deno.test("step budget: chunks take the target time at every depth of a long prompt", () => {
+  const b = trained();
+  for (const start of [0, 1000, 4000]) {
+    const expected = largestFitting(EMPTY, start, 0.15);
+    const got = b.fit(EMPTY, start, 100_000);
+    assert(Math.abs(got - expected) <= 1, `start ${start}: ${got} tokens, expected ${expected}`);
+  }
+  // Deep in the prompt a token costs several times more than at its start.
+  assert(b.fit(EMPTY, 4000, 100_000) * 3 < b.fit(EMPTY, 0, 100_000));
+  // Decodes already in the step leave less room.
+  const decodes = add(runWork(900, 1), runWork(2000, 1));
+  assert(b.fit(decodes, 0, 100_000) < b.fit(EMPTY, 0, 100_000));
+});
+
+Deno.test("step budget: a run of decode steps keeps what prompt chunks taught", () => {
+  const b = trained();
+  const before = b.fit(EMPTY, 3000, 100_000);
+  for (let i = 0; i < 500; i++) b.observe(runWork(100 + i, 1), cpuSeconds(runWork(100 + i, 1)));
+  assertEquals(b.fit(EMPTY, 3000, 100_000), before);
+});
+
+Deno.test("step budget: never extrapolates past twice the largest step timed", () => {
+  const b = new StepBudget(150, 4, 512);
+  for (let i = 0; i < 20; i++) b.observe(runWork(i, 1), 0.02);
+  assert(b.fit(EMPTY, 0, 1000) <= 64);
+  const gpu = new StepBudget(150, 4, 512);
+  gpu.observe(runWork(0, 100), 0.004);
+  gpu.observe(runWork(100, 1), 0.002);
+  assertEquals(gpu.fit(EMPTY, 0, 1000), 200);
+  gpu.observe(runWork(0, 300), 0.010);
+  assertEquals(gpu.fit(EMPTY, 0, 1000), 512);
+});
+
+Deno.test("step budget: noisy timings give costs none of which is negative", () => {
+  const b = new StepBudget(150, 4, 512);
+  let s = 7;
+  const noise = () => ((s = (s * 48271) % 2147483647) / 2147483647 - 0.5) * 0.01;
+  for (let i = 0; i < 64; i++) {
+    const w = runWork((i * 97) % 3000, 1 + (i * 13) % 60);
+    b.observe(w, Math.max(1e-4, cpuSeconds(w) + noise()));
+  }
+  for (const w of [EMPTY, runWork(0, 1), runWork(0, 64), runWork(3000, 16)]) {
+    assert(b.predict(w) >= 0, `negative prediction for ${JSON.stringify(w)}`);
+  }
+  assert(Math.abs(b.predict(runWork(2000, 20)) - cpuSeconds(runWork(2000, 20))) < 0.01);
 });

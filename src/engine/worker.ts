@@ -15,6 +15,8 @@ let engine: Engine | null = null;
 let stepping = false;
 let doorbell: Doorbell | null = null;
 let received = 0;
+/** Urgent messages received (Doorbell.ring): a prefill step stops when more were posted. */
+let receivedUrgent = 0;
 
 function send(message: WorkerMessage): void {
   self.postMessage(message);
@@ -34,7 +36,7 @@ async function run(): Promise<void> {
   try {
     while (engine?.hasWork) {
       try {
-        engine.step();
+        engine.step(doorbell ? { word: doorbell.urgent, seen: receivedUrgent } : undefined);
       } catch (err) {
         // A failed forward pass fails the requests in flight, not the worker.
         log.error("engine step failed", { error: errorMessage(err) });
@@ -50,6 +52,7 @@ async function run(): Promise<void> {
 self.onmessage = (e: MessageEvent<HostMessage>): void => {
   const msg = e.data;
   received++;
+  if (msg.op !== "stats") receivedUrgent++;
   switch (msg.op) {
     case "load":
       doorbell = new Doorbell(msg.doorbell);

@@ -9,18 +9,26 @@
  * at most one step, and an undisturbed decode loop pays ~20 µs per step.
  */
 
-/** A counter of posted messages shared by the host and its Worker. */
+/**
+ * Counters of posted messages shared by the host and its Worker: all of them, and the
+ * urgent ones (a new request, a cancel, a close), which a prefill step in flight watches so
+ * that it can stop for them (engine.ts).
+ */
 export class Doorbell {
   readonly buffer: SharedArrayBuffer;
   readonly #count: Int32Array;
+  /** The count of urgent messages, as the one word a native step loop can watch. */
+  readonly urgent: Int32Array;
 
-  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(4)) {
+  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(8)) {
     this.buffer = buffer;
-    this.#count = new Int32Array(buffer);
+    this.#count = new Int32Array(buffer, 0, 1);
+    this.urgent = new Int32Array(buffer, 4, 1);
   }
 
   /** Host: call once before each postMessage to the Worker. */
-  ring(): void {
+  ring(urgent: boolean): void {
+    if (urgent) Atomics.add(this.urgent, 0, 1);
     Atomics.add(this.#count, 0, 1);
   }
 

@@ -129,6 +129,35 @@ Deno.test("preemption: a KV pool too small for everyone delays but does not chan
   }
 });
 
+Deno.test("interrupted prefill: arrivals stop a long prompt's steps, and no output changes", async () => {
+  const long = greedy("long", Array(3).fill(byName("raw_random600").tokens).flat(), 16);
+  const aloneHost = await start();
+  const alone = await run(aloneHost, long).finally(() => aloneHost.close());
+  // Short steps, so that the long prompt takes many and arrivals land inside them.
+  const host = await start({ stepTargetMs: 20 });
+  try {
+    const shorts = golden.prompts.filter((p) => p.tokens.length < 40).slice(0, 8);
+    const longRun = run(host, long);
+    const shortRuns: Array<Promise<Outcome>> = [];
+    for (const [i, p] of shorts.entries()) {
+      await new Promise((r) => setTimeout(r, 5));
+      // One token each: a step that samples is never interrupted, so sequences that went
+      // on decoding would shield the long prompt's later steps.
+      shortRuns.push(run(host, greedy(`short${i}`, p.tokens, 1)));
+    }
+    assertEquals((await longRun).ids, alone.ids, "the long prompt");
+    const outcomes = await Promise.all(shortRuns);
+    outcomes.forEach((o, i) => {
+      assertEquals(o.ids, [shorts[i].greedy[0].id], shorts[i].name);
+    });
+    const stats = await host.stats();
+    assert(stats.interruptedSteps > 0, "an arrival interrupted a prefill step");
+    assertEquals(stats.kvBlocksUsed, 0);
+  } finally {
+    await host.close();
+  }
+});
+
 Deno.test("soak: 500 mixed requests with random cancellations leave no block behind", async () => {
   const host = await start({ contextLength: 512, maxSequences: 12, maxBatchTokens: 128 });
   try {

@@ -11,6 +11,7 @@ import { BlockPool } from "../../src/engine/kv/block_pool.ts";
 import { Scheduler } from "../../src/engine/scheduler.ts";
 import { Sequence } from "../../src/engine/sequence.ts";
 import { GREEDY } from "../../src/engine/sampler.ts";
+import type { ChunkSizer } from "../../src/engine/step_budget.ts";
 
 const file = openGguf(fixture("qwen3-vocab.gguf"));
 const tokenizer = loadTokenizer(file);
@@ -23,9 +24,18 @@ function sequence(id: string, promptLength: number): Sequence {
   return new Sequence(request, ids, 4, tokenizer, 151936, null, () => {});
 }
 
+/** A sizer that lets a step carry `budget` tokens in all. */
+function tokens(budget: number): ChunkSizer {
+  return {
+    minTokens: 4,
+    fit: (work, _start, wanted) => Math.max(0, Math.min(wanted, budget - work.tokens)),
+  };
+}
+
 function plan(s: Scheduler, budget: number): string[] {
-  const runs = s.schedule(budget);
+  const runs = s.schedule(tokens(budget));
   s.complete(runs);
+  for (const r of runs) if (r.sample) r.seq.onToken({ id: 7 }, undefined);
   return runs.map((r) => `${r.seq.id}:${r.count}${r.sample ? "!" : ""}`);
 }
 
@@ -42,4 +52,14 @@ Deno.test("prompts that complete together share the step, up to the latency floo
   for (const [id, n] of [["a", 20], ["b", 10], ["c", 30]] as const) s.enqueue(sequence(id, n));
   // b completes and caps the step at 32 more tokens: a fits in them, c does not.
   assertEquals(plan(s, 64), ["b:10!", "a:20!"]);
+});
+
+Deno.test("a prompt progresses every step, even when nothing fits the step's time", () => {
+  const s = new Scheduler(new BlockPool(64, 16), { maxSequences: 8 });
+  s.enqueue(sequence("long", 100));
+  assertEquals(plan(s, 0), ["long:1"]);
+  for (const id of ["a", "b", "c"]) s.enqueue(sequence(id, 2));
+  assertEquals(plan(s, 64), ["a:2!", "b:2!", "c:2!"]);
+  // Three decodes fill a 3-token step: the long prompt still gets its 4 tokens, once.
+  assertEquals(plan(s, 3), ["a:1!", "b:1!", "c:1!", "long:4"]);
 });
