@@ -59,7 +59,9 @@ const rng = new Rng(42);
 function weights(type: GgmlTypeInfo, bytes: number): NativeBuffer {
   const unitBlocks = Math.max(1, Math.floor(Math.min(bytes, UNIT_BYTES) / type.typeSize));
   const unit = randomBlocks(type, unitBlocks, rng, 0.02);
-  const buf = k.alloc(bytes);
+  // On huge pages, as the copied weights (mmap = false) are: the kernels' own speed, without
+  // the page walks of weights read in place.
+  const buf = k.allocHuge(bytes);
   const view = buf.u8();
   for (let off = 0; off < bytes; off += unit.byteLength) {
     view.set(unit.subarray(0, Math.min(unit.byteLength, bytes - off)), off);
