@@ -64,7 +64,7 @@ static void rows_task(void *arg, int32_t ith, int32_t nth) {
     /* The kernels prefetch ahead of the rows they compute; a jump needs a head start. */
     const uint8_t *p = mm->w + r0 * mm->row_bytes;
     if (p != last) {
-      for (int64_t o = 0; o < NK_PREFETCH_AHEAD; o += 64) __builtin_prefetch(p + o, 0, 3);
+      for (int64_t o = 0; o < mm->line_ahead; o += 64) __builtin_prefetch(p + o, 0, 3);
     }
     last = mm->w + r1 * mm->row_bytes;
     for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += ROW_TOKENS) {
@@ -162,7 +162,7 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
   for (int32_t m = 0; m < n; m++) {
     if (setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
       return NK_EINVAL;
-    a.mm[m].page_ahead = nk_pool_page_ahead(pool);
+    nk_pool_prefetch_distances(pool, &a.mm[m]);
     quant |= a.mm[m].tr->quant;
     if (packed && n_tokens < a.ops->pack_min_tokens(types[m])) packed = 0;
     if (panel_bytes(&a, &a.mm[m]) > scratch) scratch = panel_bytes(&a, &a.mm[m]);

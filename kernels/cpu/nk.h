@@ -68,8 +68,8 @@ NK_API int32_t nk_pool_threads(const nk_pool *pool);
 NK_API int32_t nk_pool_set_isa(nk_pool *pool, int32_t level);
 NK_API int32_t nk_pool_isa(const nk_pool *pool);
 /* On when the weights this pool's matmuls read sit on small pages (read in place from a
- * file mapping): the kernels then also prefetch whole pages well ahead. Off by default,
- * for weights on huge pages, where those extra requests only cost. */
+ * file mapping): the kernels then prefetch further ahead, whole pages included. Off by
+ * default, for weights on huge pages, where that costs more than it saves. */
 NK_API void nk_pool_set_page_prefetch(nk_pool *pool, int32_t on);
 
 /* 64-byte aligned, zeroed. */

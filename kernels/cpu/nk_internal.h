@@ -169,8 +169,9 @@ typedef struct {
   int64_t n_tokens;
   float *y;
   nk_qact act;
-  /* Bytes ahead at which whole pages are also prefetched; 0 for weights on huge pages. */
-  int64_t page_ahead;
+  /* How far ahead of the bytes being computed lines, and whole pages (0: none), are
+   * prefetched (NK_LINE_AHEAD_HUGE and the others below). */
+  int64_t line_ahead, page_ahead;
 } nk_mm;
 
 /* Below this many values an op runs on the calling thread only: waking the workers costs
@@ -195,26 +196,30 @@ typedef struct {
   float scale;
 } nk_attn;
 
-/* How far ahead of the row being computed a row-by-row pass prefetches. Measured on the
- * 2-core Sapphire Rapids VM with weights on huge pages: one software prefetch per line
- * this far ahead, issued row by row through the compute loop, streams a core at its share
- * of memory bandwidth; bursts of many prefetches at once stall the loads behind them, and
- * the hardware prefetcher alone falls behind the slower (K-quant) kernels. */
-#define NK_PREFETCH_AHEAD 2048
+/*
+ * How far ahead of the bytes being computed a row-by-row pass prefetches, by where the
+ * weights sit. Measured on the 2-core Sapphire Rapids VM, Q4_K_M decode with 2 threads:
+ * - On huge pages, one software prefetch per line 2 KiB ahead, issued row by row through
+ *   the compute loop, streams a core at its share of memory bandwidth. Bursts of many
+ *   prefetches at once stall the loads behind them; the hardware prefetcher alone falls
+ *   behind the slower (K-quant) kernels; further ahead, or pages ahead too, costs more
+ *   than it saves.
+ * - On the 4 KiB pages of a file mapping (weights read in place), every page costs a page
+ *   walk (two-dimensional in a VM) and restarts the hardware prefetcher. Lines 8 KiB ahead
+ *   and each page touched 32 KiB ahead start the walks early enough: decode from the
+ *   mapping went from 38 tokens/s (lines 2 KiB ahead, no pages) to 50-52 (pages alone:
+ *   46-48), where the same weights on huge pages give 52-57.
+ */
+#define NK_LINE_AHEAD_HUGE 2048
+#define NK_LINE_AHEAD_SMALL 8192
+#define NK_PAGE_AHEAD_SMALL 32768
 
-/* Weights read in place from a file mapping sit on 4 KiB pages: every page costs a page
- * walk (two-dimensional in a VM) and restarts the hardware prefetcher, which line
- * prefetches 2 KiB ahead cannot hide. Touching each page this far ahead as well starts its
- * walk early enough: measured on the 2-core VM, Q4_K_M decode from the mapping went from
- * 38 to 46 tokens/s (2 threads). On huge pages the extra requests cost more than they save. */
-#define NK_PAGE_AHEAD 32768
-
-/* Requests the lines of [p, p + n) + NK_PREFETCH_AHEAD, and the pages of [p, p + n) +
+/* Requests the lines of [p, p + n) + mm->line_ahead, and the pages of [p, p + n) +
  * mm->page_ahead: called by a kernel for the bytes it is about to read, so the requests
  * spread evenly through its compute. Addresses past the matrix are harmless (a prefetch
  * never faults). */
 static inline void nk_prefetch_ahead(const nk_mm *mm, const uint8_t *p, int64_t n) {
-  for (int64_t o = 0; o < n; o += 64) __builtin_prefetch(p + NK_PREFETCH_AHEAD + o, 0, 3);
+  for (int64_t o = 0; o < n; o += 64) __builtin_prefetch(p + mm->line_ahead + o, 0, 3);
   if (mm->page_ahead == 0) return;
   const uintptr_t far = (uintptr_t)p + (uintptr_t)mm->page_ahead;
   for (uintptr_t a = (far + 4095) & ~(uintptr_t)4095; a < far + (uintptr_t)n; a += 4096) {
@@ -285,8 +290,8 @@ int64_t nk_pool_next(nk_pool *pool);
 void nk_pool_split(nk_pool *pool, int64_t n_items);
 int64_t nk_pool_claim(nk_pool *pool, int32_t ith);
 const nk_isa_ops *nk_pool_ops(const nk_pool *pool);
-/* nk_mm.page_ahead for this pool's weights (nk_pool_set_page_prefetch). */
-int64_t nk_pool_page_ahead(const nk_pool *pool);
+/* Sets mm's prefetch distances for this pool's weights (nk_pool_set_page_prefetch). */
+void nk_pool_prefetch_distances(const nk_pool *pool, nk_mm *mm);
 /* Grows the per-thread scratch to at least `bytes` each; 0 or NK_ENOMEM. */
 int32_t nk_pool_reserve(nk_pool *pool, int64_t bytes);
 void *nk_pool_scratch(nk_pool *pool, int32_t ith);

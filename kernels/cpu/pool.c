@@ -258,8 +258,9 @@ void nk_pool_set_page_prefetch(nk_pool *pool, int32_t on) {
   pool->page_prefetch = on != 0;
 }
 
-int64_t nk_pool_page_ahead(const nk_pool *pool) {
-  return pool->page_prefetch ? NK_PAGE_AHEAD : 0;
+void nk_pool_prefetch_distances(const nk_pool *pool, nk_mm *mm) {
+  mm->line_ahead = pool->page_prefetch ? NK_LINE_AHEAD_SMALL : NK_LINE_AHEAD_HUGE;
+  mm->page_ahead = pool->page_prefetch ? NK_PAGE_AHEAD_SMALL : 0;
 }
 
 const nk_isa_ops *nk_pool_ops(const nk_pool *pool) {

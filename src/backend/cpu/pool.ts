@@ -49,7 +49,7 @@ export class Pool {
   }
 
   /** Says that the weights matmuls read sit on small pages (in place in a file mapping),
-   * so the kernels also prefetch whole pages ahead; off for weights on huge pages. */
+   * so the kernels prefetch further ahead, whole pages included; off for huge pages. */
   set pagePrefetch(on: boolean) {
     this.#sym.nk_pool_set_page_prefetch(this.#p, on ? 1 : 0);
   }
