@@ -48,6 +48,8 @@ export class Engine {
   readonly #scheduler: Scheduler;
   readonly #budget: StepBudget;
   readonly #contextLength: number;
+  /** The last step stopped early (see `step`). */
+  #interrupted = false;
   readonly #stats = {
     prefillTokens: 0,
     prefillSeconds: 0,
@@ -194,7 +196,8 @@ export class Engine {
    * Runs one forward pass over the scheduled tokens and samples where due. A step of
    * prompt chunks alone (nobody's token waits on it) stops early when `interrupt` fires:
    * a request that arrives during a long prefill then waits for part of a layer, not for
-   * the rest of a step, and the chunks are fed again in a later step.
+   * the rest of a step, and the chunks are fed again in a later step. The step after an
+   * interrupted one always runs whole, so that a stream of arrivals cannot stall prompts.
    */
   step(interrupt?: StepInterrupt): void {
     const runs = this.#scheduler.schedule(this.#budget);
@@ -225,7 +228,8 @@ export class Engine {
     };
     const sampling = runs.filter((r) => r.sample).map((r) => r.seq);
     const started = performance.now();
-    const picks = this.#run(batch, sampling, interrupt);
+    const picks = this.#run(batch, sampling, this.#interrupted ? undefined : interrupt);
+    this.#interrupted = picks === null;
     if (picks === null) {
       this.#stats.interruptedSteps++;
       return;

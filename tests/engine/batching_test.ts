@@ -1,7 +1,8 @@
 /**
  * Continuous batching on the CPU backend: outputs do not depend on batch company, the
  * prefix cache serves shared prompts, preemption under a small KV pool changes nothing
- * but timing, and a soak of mixed and cancelled requests leaves no block behind.
+ * but timing, prefill steps stopped for arrivals change nothing either, and a soak of
+ * mixed and cancelled requests leaves no block behind.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
@@ -13,6 +14,7 @@ import {
   GREEDY,
   type Usage,
 } from "../../src/engine/mod.ts";
+import { Engine } from "../../src/engine/engine.ts";
 
 const golden = modelGolden("qwen3-tiny-q8_0");
 const byName = (name: string): GoldenPrompt => golden.prompts.find((p) => p.name === name)!;
@@ -189,5 +191,37 @@ Deno.test("soak: 500 mixed requests with random cancellations leave no block beh
     assertEquals(stats.running + stats.waiting, 0);
   } finally {
     await host.close();
+  }
+});
+
+Deno.test("interrupted prefill: a moved word stops a prompt-only step, never two in a row", () => {
+  const engine = Engine.open({
+    modelPath: fixture("qwen3-tiny-q8_0.gguf"),
+    device: "cpu",
+    threads: 1,
+    contextLength: 2048,
+    maxSequences: 4,
+    maxBatchTokens: 64,
+    kvDtype: "f16",
+  });
+  try {
+    const long = byName("raw_random600");
+    const ids: number[] = [];
+    engine.submit(greedy("long", long.tokens, 8), (ev) => {
+      if (ev.type === "delta") ids.push(...ev.tokens.map((t) => t.id));
+    });
+    const word = new Int32Array(new SharedArrayBuffer(4));
+    const stepped = () => engine.stats().steps;
+    engine.step({ word, seen: 0 });
+    assertEquals([stepped(), engine.stats().interruptedSteps], [1, 0], "an unmoved word");
+    word[0] = 1;
+    engine.step({ word, seen: 0 });
+    assertEquals([stepped(), engine.stats().interruptedSteps], [1, 1], "stopped, nothing fed");
+    engine.step({ word, seen: 0 });
+    assertEquals([stepped(), engine.stats().interruptedSteps], [2, 1], "the next runs whole");
+    while (engine.hasWork) engine.step({ word, seen: ids.length % 2 });
+    assertEquals(ids, long.greedy.slice(0, 8).map((g) => g.id));
+  } finally {
+    engine.close();
   }
 });
