@@ -193,11 +193,12 @@ export class Engine {
   }
 
   /**
-   * Runs one forward pass over the scheduled tokens and samples where due. A step of
-   * prompt chunks alone (nobody's token waits on it) stops early when `interrupt` fires:
-   * a request that arrives during a long prefill then waits for part of a layer, not for
-   * the rest of a step, and the chunks are fed again in a later step. The step after an
-   * interrupted one always runs whole, so that a stream of arrivals cannot stall prompts.
+   * Runs one forward pass over the scheduled tokens and samples where due. A step that
+   * feeds prompt chunks (the long kind) stops early when `interrupt` fires: a request that
+   * arrives during a long prefill then waits for part of a layer, not for the rest of the
+   * step. Nothing was sampled or recorded as cached, so the next step, which carries the
+   * new request, simply feeds those tokens again. The step after an interrupted one always
+   * runs whole, so that a stream of arrivals cannot stall everyone else.
    */
   step(interrupt?: StepInterrupt): void {
     const runs = this.#scheduler.schedule(this.#budget);
@@ -228,7 +229,8 @@ export class Engine {
     };
     const sampling = runs.filter((r) => r.sample).map((r) => r.seq);
     const started = performance.now();
-    const picks = this.#run(batch, sampling, this.#interrupted ? undefined : interrupt);
+    const stoppable = prefill > 0 && !this.#interrupted;
+    const picks = this.#run(batch, sampling, stoppable ? interrupt : undefined);
     this.#interrupted = picks === null;
     if (picks === null) {
       this.#stats.interruptedSteps++;
@@ -268,14 +270,14 @@ export class Engine {
 
   /** The step's forward pass and each sampling sequence's pick; null when interrupted. */
   #run(batch: StepBatch, sampling: Sequence[], interrupt?: StepInterrupt): Pick[] | null {
-    if (sampling.length === 0 && interrupt && this.#runner.prefill) {
-      return this.#runner.prefill(batch, interrupt) ? [] : null;
-    }
     const argmaxOnly = this.#runner.forwardArgmax !== undefined &&
       sampling.every((seq) => seq.sampler.plainGreedy && seq.topLogits === 0);
-    return argmaxOnly
-      ? Array.from(this.#runner.forwardArgmax!(batch), (id): Pick => ({ token: { id } }))
-      : this.#sample(this.#runner.forward(batch), sampling);
+    if (argmaxOnly) {
+      const ids = this.#runner.forwardArgmax!(batch, interrupt);
+      return ids && Array.from(ids, (id): Pick => ({ token: { id } }));
+    }
+    const logits = this.#runner.forward(batch, interrupt);
+    return logits && this.#sample(logits, sampling);
   }
 
   /** Samples each sequence's token from its row of `rows`. */

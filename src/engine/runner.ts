@@ -38,19 +38,18 @@ export interface ModelRunner {
   readonly device: string;
   /** Bytes of the KV cache pool. */
   readonly kvBytes: number;
-  /** Runs one step; returns `logitRows.length` rows of `vocabSize` logits. */
+  /**
+   * Runs one step; returns `logitRows.length` rows of `vocabSize` logits. A runner whose
+   * backend can stop between ops stops when `interrupt` fires and returns null: the step's
+   * work (its cache rows included) is then left half done, to be run again.
+   */
   forward(batch: StepBatch): Float32Array;
+  forward(batch: StepBatch, interrupt: StepInterrupt | undefined): Float32Array | null;
   /**
    * Runs one step and returns only each logit row's argmax, where the runner can compute it
-   * without copying logits back (a GPU); absent otherwise.
+   * without copying logits back (a GPU); absent otherwise. Null as for `forward`.
    */
-  forwardArgmax?(batch: StepBatch): Int32Array;
-  /**
-   * Runs a step that samples nothing (prompt chunks only) and may stop early when
-   * `interrupt` fires: false when it stopped, its work then to be done again. Absent where
-   * a step always runs whole.
-   */
-  prefill?(batch: StepBatch, interrupt: StepInterrupt): boolean;
+  forwardArgmax?(batch: StepBatch, interrupt?: StepInterrupt): Int32Array | null;
   /** Bytes held on the device (weights, cache, scratch), for device-resident runners. */
   deviceBytes?(): number;
   close(): void;
@@ -71,7 +70,7 @@ export interface LocalRunnerOptions {
 
 export class LocalRunner implements ModelRunner {
   readonly hparams: Qwen3Hparams;
-  readonly forwardArgmax?: (batch: StepBatch) => Int32Array;
+  readonly forwardArgmax?: (batch: StepBatch, interrupt?: StepInterrupt) => Int32Array | null;
 
   private constructor(
     private readonly backend: Backend,
@@ -81,11 +80,10 @@ export class LocalRunner implements ModelRunner {
     this.hparams = model.hparams;
     const argmaxRows = backend.argmaxRows?.bind(backend);
     if (argmaxRows !== undefined) {
-      this.forwardArgmax = (batch) => {
+      this.forwardArgmax = (batch, interrupt) => {
         const logits = model.forward(batch.ids, batch.layout, cache, batch.logitRows);
-        if (batch.logitRows.length > 0) return argmaxRows(logits);
-        backend.synchronize?.();
-        return new Int32Array(0);
+        if (!this.#ran(interrupt)) return null;
+        return batch.logitRows.length > 0 ? argmaxRows(logits) : new Int32Array(0);
       };
     }
   }
@@ -122,16 +120,17 @@ export class LocalRunner implements ModelRunner {
     return this.cache.bytes;
   }
 
-  forward(batch: StepBatch): Float32Array {
+  forward(batch: StepBatch): Float32Array;
+  forward(batch: StepBatch, interrupt: StepInterrupt | undefined): Float32Array | null;
+  forward(batch: StepBatch, interrupt?: StepInterrupt): Float32Array | null {
     const logits = this.model.forward(batch.ids, batch.layout, this.cache, batch.logitRows);
-    if (batch.logitRows.length > 0) return this.backend.read(logits);
-    this.backend.synchronize?.();
-    return new Float32Array(0);
+    if (!this.#ran(interrupt)) return null;
+    return batch.logitRows.length > 0 ? this.backend.read(logits) : new Float32Array(0);
   }
 
-  prefill(batch: StepBatch, interrupt: StepInterrupt): boolean {
-    if (batch.logitRows.length > 0) throw new Error("prefill: a step that samples runs whole");
-    this.model.forward(batch.ids, batch.layout, this.cache, batch.logitRows);
+  /** Runs what the step queued (so that it has run even when nothing is read back);
+   * false when `interrupt` stopped it. */
+  #ran(interrupt?: StepInterrupt): boolean {
     return this.backend.synchronize?.(interrupt) ?? true;
   }
 
