@@ -42,7 +42,7 @@ async function run(): Promise<void> {
         log.error("engine step failed", { error: errorMessage(err) });
         engine.failAll(codeOf(err), errorMessage(err));
       }
-      await yieldToEventLoop(doorbell, received);
+      await yieldToEventLoop(doorbell, () => received);
     }
   } finally {
     stepping = false;
