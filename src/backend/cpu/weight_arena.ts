@@ -2,10 +2,11 @@
  * Native memory for a model's weights: the CPU backend copies every tensor here at load
  * instead of reading it in place from the mmapped GGUF. Decode streams all weights once
  * per token, and on the page cache's 4 KiB pages a streaming core loses time to a page walk
- * every 4 KiB (dearer still under virtualization): measured on a 2-core Sapphire Rapids VM,
- * Q8_0 decode ran 25 tok/s from the mapping and 31 tok/s from a copy on 2 MiB pages. The
- * copy costs one pass over the file at load and anonymous memory the size of the weights
- * (the file's page cache stays reclaimable).
+ * every 4 KiB (dearer still under virtualization; the kernels' page prefetching hides most
+ * of it, nk_internal.h): measured on a 2-core Sapphire Rapids VM, Q8_0 decode ran 36 tok/s
+ * from the mapping and 42 tok/s from a copy on 2 MiB pages. The copy costs one pass over
+ * the file at load and anonymous memory the size of the weights (the file's page cache
+ * stays reclaimable).
  *
  * Tensors are packed back to back, 64-byte aligned, into chunks on transparent huge pages;
  * a tensor larger than a chunk gets one of its own.
