@@ -101,5 +101,8 @@ Deno.test("pools are created and destroyed repeatedly; each keeps its own level"
     a.destroy();
     b.destroy();
   }
-  assertEquals(Deno.readDirSync("/proc/self/task").toArray().length, before);
+  // A pool that kept one worker would leave 40 threads behind; test modules running beside
+  // this one in the process (--parallel) may start or end a few of their own meanwhile.
+  const grown = Deno.readDirSync("/proc/self/task").toArray().length - before;
+  assert(grown < 8, `${grown} more threads after 40 pools came and went`);
 });
