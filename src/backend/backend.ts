@@ -132,6 +132,13 @@ export interface Backend {
 
   createKvCache(spec: KvCacheSpec): KvCache;
 
+  /**
+   * Copies positions [0, rows) of cache block `from` into block `to`, K and V of every
+   * layer (a prefix shared up to the middle of a block). Optional: without it the engine
+   * shares prefixes by whole blocks only.
+   */
+  copyKvRows?(cache: KvCache, from: number, to: number, rows: number): void;
+
   /** out[i] = table[ids[i]] (dequantized). */
   embed(out: Activation, table: Weight, ids: Int32Array): void;
 

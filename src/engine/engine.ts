@@ -75,7 +75,10 @@ export class Engine {
     this.#contextLength = contextLength;
     this.#tokenizer = tokenizer;
     this.#template = template;
-    this.#scheduler = new Scheduler(pool, { maxSequences: Math.max(1, options.maxSequences) });
+    this.#scheduler = new Scheduler(pool, {
+      maxSequences: Math.max(1, options.maxSequences),
+      copyRows: runner.copyKvRows?.bind(runner),
+    });
     this.#budget = new StepBudget(
       options.stepTargetMs ?? DEFAULT_STEP_TARGET_MS,
       Math.min(MIN_STEP_TOKENS, options.maxBatchTokens),
@@ -168,6 +171,11 @@ export class Engine {
       parser,
       sink,
     );
+    // A chat history is re-rendered each turn: only up to its last turn's opening is sure
+    // to come back token for token.
+    const imStart = this.#tokenizer.tokenId("<|im_start|>");
+    const opening = imStart === undefined ? -1 : ids.lastIndexOf(imStart);
+    if (opening >= 0) seq.reuseBoundary = opening + 1;
     this.#scheduler.enqueue(seq);
     sink({ type: "accepted", id: request.id, promptTokens: ids.length });
   }

@@ -50,6 +50,9 @@ export interface ModelRunner {
    * without copying logits back (a GPU); absent otherwise. Null as for `forward`.
    */
   forwardArgmax?(batch: StepBatch, interrupt?: StepInterrupt): Int32Array | null;
+  /** Copies positions [0, rows) of cache block `from` into `to` (Backend.copyKvRows);
+   * absent where the backend cannot. */
+  copyKvRows?(from: number, to: number, rows: number): void;
   /** Bytes held on the device (weights, cache, scratch), for device-resident runners. */
   deviceBytes?(): number;
   close(): void;
@@ -71,6 +74,7 @@ export interface LocalRunnerOptions {
 export class LocalRunner implements ModelRunner {
   readonly hparams: Qwen3Hparams;
   readonly forwardArgmax?: (batch: StepBatch, interrupt?: StepInterrupt) => Int32Array | null;
+  readonly copyKvRows?: (from: number, to: number, rows: number) => void;
 
   private constructor(
     private readonly backend: Backend,
@@ -78,6 +82,8 @@ export class LocalRunner implements ModelRunner {
     private readonly cache: KvCache,
   ) {
     this.hparams = model.hparams;
+    const copy = backend.copyKvRows?.bind(backend);
+    if (copy !== undefined) this.copyKvRows = (from, to, rows) => copy(cache, from, to, rows);
     const argmaxRows = backend.argmaxRows?.bind(backend);
     if (argmaxRows !== undefined) {
       this.forwardArgmax = (batch, interrupt) => {

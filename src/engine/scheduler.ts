@@ -21,6 +21,9 @@ import { type ChunkSizer, runWork, type StepWork } from "./step_budget.ts";
 export interface SchedulerOptions {
   /** Sequences decoded together at most. */
   maxSequences: number;
+  /** Copies the first `rows` positions of cache block `from` into block `to`. Without it,
+   * prefixes are reused by whole blocks only. */
+  copyRows?: (from: number, to: number, rows: number) => void;
 }
 
 /** One sequence's share of a step: tokens [start, start + count) of its `tokens`. */
@@ -108,7 +111,7 @@ export class Scheduler {
   /** Records that a step ran: positions are cached, full blocks become reusable. */
   complete(runs: ScheduledRun[]): void {
     const bs = this.pool.blockSize;
-    for (const { seq, count } of runs) {
+    for (const { seq, start, count } of runs) {
       seq.cached += count;
       const full = Math.floor(seq.cached / bs);
       for (let i = seq.keys.length; i < full; i++) {
@@ -116,6 +119,15 @@ export class Scheduler {
         const key = blockKey(seq.keys[i - 1] ?? "", tokens);
         this.pool.register(seq.blocks[i], key, tokens);
         seq.keys.push(key);
+      }
+      // The block the reuse boundary falls in, by its tokens up to the boundary.
+      const b = seq.reuseBoundary, i = Math.floor(b / bs);
+      if (start < b && b <= seq.cached && b % bs !== 0) {
+        this.pool.registerPartial(
+          seq.blocks[i],
+          seq.keys[i - 1] ?? "",
+          seq.tokens.slice(i * bs, b),
+        );
       }
     }
   }
@@ -159,7 +171,31 @@ export class Scheduler {
       seq.keys.push(key);
     }
     seq.cached = seq.blocks.length * bs;
+    this.#reusePartial(seq);
     if (seq.reusedTokens < 0) seq.reusedTokens = seq.cached;
+  }
+
+  /** Copies the first tokens of a cached block that continue the reused whole blocks (an
+   * earlier prompt's reuse boundary) into a block of the sequence's own. Only after a whole
+   * block matched: a few tokens of a short prompt are not worth a copy. */
+  #reusePartial(seq: Sequence): void {
+    const copyRows = this.options.copyRows;
+    const bs = this.pool.blockSize, i = seq.blocks.length, start = i * bs;
+    if (copyRows === undefined || i === 0) return;
+    const most = Math.min(bs - 1, seq.tokens.length - 1 - start);
+    if (most <= 0) return;
+    const next = seq.tokens.slice(start, start + most);
+    const hit = this.pool.lookupPartial(seq.keys[i - 1] ?? "", next, most);
+    if (hit === null) return;
+    // Held while a block is found for the copy, so that it cannot be the one evicted.
+    this.pool.retain(hit.block);
+    const own = this.pool.allocate();
+    if (own !== null) {
+      copyRows(hit.block, own, hit.count);
+      seq.blocks.push(own);
+      seq.cached = start + hit.count;
+    }
+    this.pool.release(hit.block);
   }
 
   /**

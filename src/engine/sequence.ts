@@ -31,6 +31,13 @@ export class Sequence {
   keys: string[] = [];
   /** Prompt tokens served from the prefix cache at first admission. */
   reusedTokens = -1;
+  /**
+   * How much of the prompt a later request may reuse to the token (the block it ends in is
+   * registered by its first tokens too): the whole prompt, or for a chat prompt up to one
+   * past its last `<|im_start|>`, where the next turn's re-rendered history may start to
+   * differ (the engine sets it).
+   */
+  reuseBoundary: number;
   generated = 0;
   reasoningTokens = 0;
   finished = false;
@@ -57,6 +64,7 @@ export class Sequence {
     this.id = request.id;
     this.tokens = Array.from(prompt);
     this.promptLength = prompt.length;
+    this.reuseBoundary = prompt.length;
     this.maxNew = maxNew;
     this.topLogits = request.topLogits ?? 0;
     this.#request = request;

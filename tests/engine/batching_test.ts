@@ -15,6 +15,8 @@ import {
   type Usage,
 } from "../../src/engine/mod.ts";
 import { Engine } from "../../src/engine/engine.ts";
+import { openGguf } from "../../src/gguf/mod.ts";
+import { loadTokenizer } from "../../src/tokenizer/mod.ts";
 
 const golden = modelGolden("qwen3-tiny-q8_0");
 const byName = (name: string): GoldenPrompt => golden.prompts.find((p) => p.name === name)!;
@@ -110,6 +112,47 @@ Deno.test("prefix cache: a shared long prompt is reused and reported as cached",
     assert(again.usage!.cachedTokens >= 0.9 * system.length);
   } finally {
     await host.close();
+  }
+});
+
+Deno.test("prefix cache: a chat turn reuses the last one up to its last <|im_start|>, to the token", async () => {
+  const vocab = openGguf(fixture("qwen3-tiny-q8_0.gguf"));
+  const imStart = loadTokenizer(vocab).tokenId("<|im_start|>")!;
+  vocab.close();
+  // 37 tokens, then a turn's opening: the boundary (38) falls inside the third block.
+  const history = [...byName("raw_random600").tokens.slice(0, 37), imStart];
+  const first = [...history, 872, 198, 9707];
+  const second = { ...greedy("t2", [...history, 77091, 198, 1234, 5678], 4), topLogits: 8 };
+  /** Each step's raw top logits: what copied K/V rows must reproduce exactly. */
+  const logits = async (host: EngineHost): Promise<{ cached: number; top: number[][] }> => {
+    const stream = await host.generate(second);
+    const top: number[][] = [];
+    let cached = -1;
+    for await (const ev of stream) {
+      if (ev.type === "delta") top.push(...ev.tokens.map((t) => t.topLogits!.flat()));
+      if (ev.type === "done") cached = ev.usage.cachedTokens;
+    }
+    return { cached, top };
+  };
+  const host = await start();
+  const fresh = await start();
+  try {
+    await run(host, greedy("t1", first, 4));
+    const reused = await logits(host);
+    assertEquals(reused.cached, history.length, "two whole blocks and 6 copied rows");
+    const alone = await logits(fresh);
+    assertEquals(alone.cached, 0);
+    // Equal but for rounding (~1e-5): the rest of the prompt ran in a step of another size.
+    const ids = (top: number[][]) => top.map((t) => t.filter((_, i) => i % 2 === 0));
+    assertEquals(ids(reused.top), ids(alone.top));
+    const diff = Math.max(
+      ...reused.top.flatMap((t, step) => t.map((v, i) => Math.abs(v - alone.top[step][i]))),
+    );
+    assert(diff < 1e-3, `logits differ by ${diff}`);
+    assertEquals((await host.stats()).kvBlocksUsed, 0);
+  } finally {
+    await host.close();
+    await fresh.close();
   }
 });
 

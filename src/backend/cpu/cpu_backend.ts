@@ -163,6 +163,29 @@ export class CpuBackend implements Backend {
     return new CpuKvCache(spec, k, v);
   }
 
+  copyKvRows(cache: KvCache, from: number, to: number, rows: number): void {
+    const c = cache as CpuKvCache;
+    const l = c.layout;
+    const rowBytes = l.nKvHeads * l.headDim * (l.type === KV_F16 ? 2 : 4);
+    const blockBytes = l.blockSize * rowBytes;
+    const ok = (b: number) => Number.isInteger(b) && b >= 0 && b < l.nBlocks;
+    if (!ok(from) || !ok(to) || !Number.isInteger(rows) || rows < 0 || rows > l.blockSize) {
+      throw new CpuKernelError(
+        "cpu_kernel_invalid",
+        `copyKvRows: ${rows} rows of block ${from} to ${to} (${l.nBlocks} blocks of ${l.blockSize})`,
+      );
+    }
+    // Steps recorded before this may still write either block.
+    this.pool.queue.flush();
+    for (const buffer of [...c.k, ...c.v]) {
+      buffer.u8().copyWithin(
+        to * blockBytes,
+        from * blockBytes,
+        from * blockBytes + rows * rowBytes,
+      );
+    }
+  }
+
   embed(out: Activation, table: Weight, ids: Int32Array): void {
     const t = weight(table);
     this.pool.queue.getRows(t.type.id, t.pointer, t.rows, t.cols, ids, act(out).pointer);

@@ -3,7 +3,8 @@
  * flush give bit-identical results to the same ops run one by one, at every level with 1
  * and 2 threads; a failure the kernels detect surfaces at the flush, named after its op,
  * and leaves the list empty and usable; arrays the caller reuses after recording do not
- * change what runs; an interrupt word that moved stops the list between ops.
+ * change what runs; an interrupt word that moved stops the list between ops; copyKvRows,
+ * which runs after whatever was recorded, copies a block's first rows.
  */
 
 import {
@@ -198,4 +199,33 @@ Deno.test("an interrupt word that moved stops the list before its next op", asyn
   assertEquals(x.f32()[63], 4);
   pool.destroy();
   x.free();
+});
+
+Deno.test("copyKvRows copies a block's first rows in every layer and refuses bad blocks", async () => {
+  await testKernels();
+  const be = new CpuBackend({ threads: 1 });
+  try {
+    const cache = be.createKvCache({
+      nLayers: 2,
+      nKvHeads: 2,
+      headDim: 4,
+      nBlocks: 3,
+      blockSize: 4,
+      dtype: "f32",
+    });
+    const { k, v } = cache as unknown as { k: NativeBuffer[]; v: NativeBuffer[] };
+    const rowFloats = 2 * 4, blockFloats = 4 * rowFloats;
+    for (const b of [...k, ...v]) b.f32().forEach((_, i, a) => (a[i] = i));
+    be.copyKvRows(cache, 0, 2, 3);
+    for (const b of [...k, ...v]) {
+      const f = b.f32();
+      for (let i = 0; i < blockFloats; i++) {
+        assertEquals(f[2 * blockFloats + i], i < 3 * rowFloats ? i : 2 * blockFloats + i);
+      }
+    }
+    assertThrows(() => be.copyKvRows(cache, 0, 3, 1), CpuKernelError);
+    assertThrows(() => be.copyKvRows(cache, 0, 1, 5), CpuKernelError);
+  } finally {
+    be.close();
+  }
 });

@@ -5,6 +5,9 @@
  * A block is free (nobody holds it, no reusable content), held (refcount > 0: by one
  * sequence, or shared by several that start with the same tokens), or cached (refcount 0
  * but its tokens are registered: reusable until evicted, least recently used first).
+ * A block is registered whole once full, and may also be registered by its first tokens
+ * (a prompt's reuse boundary, scheduler.ts): a request that shares only those copies them
+ * into a block of its own, as the owner goes on writing past them.
  * The cache memory itself belongs to the backend; this only hands out indices.
  */
 
@@ -23,6 +26,10 @@ export class BlockPool {
   /** Content key of each block, when its tokens are registered. */
   readonly #keyOf: Array<string | null>;
   readonly #byKey = new Map<string, CachedBlock>();
+  /** Blocks registered by their first tokens, by the key of the whole block before them. */
+  readonly #partials = new Map<string, CachedBlock[]>();
+  readonly #partialParentOf: Array<string | null>;
+  #partialCount = 0;
   /** Cached blocks nobody holds, oldest first (Map keeps insertion order). */
   readonly #evictable = new Map<number, true>();
   #lookups = 0;
@@ -33,6 +40,7 @@ export class BlockPool {
     this.blockSize = blockSize;
     this.#refs = new Int32Array(nBlocks);
     this.#keyOf = new Array(nBlocks).fill(null);
+    this.#partialParentOf = new Array(nBlocks).fill(null);
     // Popped from the end: low indices first, so an idle server touches less memory.
     this.#free = Array.from({ length: nBlocks }, (_, i) => nBlocks - 1 - i);
   }
@@ -47,9 +55,9 @@ export class BlockPool {
     return this.nBlocks - this.available;
   }
 
-  /** Blocks whose content is registered for reuse (held or not). */
+  /** Contents registered for reuse, whole blocks and first tokens (held or not). */
   get cached(): number {
-    return this.#byKey.size;
+    return this.#byKey.size + this.#partialCount;
   }
 
   /** Prefix-cache lookups and hits so far (in blocks). */
@@ -90,8 +98,11 @@ export class BlockPool {
       throw new NeuronError("kv_block_double_free", `block ${block} released more than held`);
     }
     if (--this.#refs[block] > 0) return;
-    if (this.#keyOf[block] !== null) this.#evictable.set(block, true);
-    else this.#free.push(block);
+    if (this.#keyOf[block] !== null || this.#partialParentOf[block] !== null) {
+      this.#evictable.set(block, true);
+    } else {
+      this.#free.push(block);
+    }
   }
 
   /**
@@ -114,10 +125,51 @@ export class BlockPool {
     this.#keyOf[block] = key;
   }
 
+  /** Makes a block findable by its first `tokens`, after the whole block `parent` (the
+   * key of the block before it; "" for the first). First writer wins. */
+  registerPartial(block: number, parent: string, tokens: ArrayLike<number>): void {
+    this.#check(block);
+    if (this.#partialParentOf[block] !== null) return;
+    const siblings = this.#partials.get(parent) ?? [];
+    if (siblings.some((c) => sameTokens(c.tokens, tokens))) return;
+    siblings.push({ block, tokens: Int32Array.from(tokens) });
+    this.#partials.set(parent, siblings);
+    this.#partialParentOf[block] = parent;
+    this.#partialCount++;
+  }
+
+  /**
+   * The block registered after `parent` whose first tokens are the longest run at the start
+   * of `next`, at most `most` of them, and how many they are (one lookup in the stats).
+   */
+  lookupPartial(
+    parent: string,
+    next: readonly number[],
+    most: number,
+  ): { block: number; count: number } | null {
+    this.#lookups++;
+    let best: CachedBlock | null = null;
+    for (const c of this.#partials.get(parent) ?? []) {
+      const n = c.tokens.length;
+      if (n > most || (best !== null && n <= best.tokens.length)) continue;
+      if (sameTokens(c.tokens, next.slice(0, n))) best = c;
+    }
+    if (best === null) return null;
+    this.#hits++;
+    return { block: best.block, count: best.tokens.length };
+  }
+
   #forget(block: number): void {
     const key = this.#keyOf[block];
     if (key !== null) this.#byKey.delete(key);
     this.#keyOf[block] = null;
+    const parent = this.#partialParentOf[block];
+    if (parent === null) return;
+    const siblings = this.#partials.get(parent)!.filter((c) => c.block !== block);
+    if (siblings.length > 0) this.#partials.set(parent, siblings);
+    else this.#partials.delete(parent);
+    this.#partialParentOf[block] = null;
+    this.#partialCount--;
   }
 
   #check(block: number): void {

@@ -46,3 +46,26 @@ Deno.test("block keys chain: the same block after different prefixes differs", (
   assert(a !== b);
   assertEquals(a, blockKey(blockKey("", [1, 2]), [3, 4]));
 });
+
+Deno.test("a block registered by its first tokens serves the longest match, until evicted", () => {
+  const pool = new BlockPool(3, 4);
+  const parent = blockKey("", [1, 2, 3, 4]);
+  const short = pool.allocate()!, long = pool.allocate()!;
+  pool.registerPartial(short, parent, [5]);
+  pool.registerPartial(long, parent, [5, 6, 7]);
+  assertEquals(pool.lookupPartial(parent, [5, 6, 7, 8], 3), { block: long, count: 3 });
+  assertEquals(pool.lookupPartial(parent, [5, 6, 7, 8], 2), { block: short, count: 1 }, "at most");
+  assertEquals(pool.lookupPartial(parent, [5, 9], 3), { block: short, count: 1 });
+  assertEquals(pool.lookupPartial("other", [5, 6, 7], 3), null, "only after its own parent");
+  assertEquals(pool.cached, 2);
+  // Released, a partly registered block is kept for reuse like a whole one, then evicted.
+  pool.release(short);
+  pool.release(long);
+  assertEquals(pool.available, 3);
+  assertEquals(pool.allocate(), 2, "the free block first");
+  assertEquals(pool.allocate(), short, "then the oldest cached one");
+  assertEquals(pool.lookupPartial(parent, [5, 6, 7], 3), { block: long, count: 3 });
+  assertEquals(pool.allocate(), long);
+  assertEquals(pool.lookupPartial(parent, [5, 6, 7], 3), null);
+  assertEquals(pool.cached, 0);
+});
