@@ -1,12 +1,13 @@
 /**
  * Whole steps on the emulated GPU with a small synthetic model: graph replay equals
  * launching kernel by kernel, batching sequences changes nothing, batched prefill agrees
- * with token-by-token decoding, and every byte is given back on close.
+ * with token-by-token decoding, copied K/V rows serve as the originals, and every byte is
+ * given back on close.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { emulator, resetEmulator } from "./support.ts";
-import { Decoder, smallModel } from "../gpu/checks/model.ts";
+import { checkCopiedRows, Decoder, smallModel } from "../gpu/checks/model.ts";
 import { relError } from "../gpu/checks/pair.ts";
 import { argmax } from "../../src/engine/sampler.ts";
 import type { CudaBackend } from "../../src/backend/cuda/mod.ts";
@@ -155,6 +156,14 @@ Deno.test({
       assert(err < 0.05, `batched vs stepped logits: relative error ${err}`);
       assertEquals(argmax(stepped), argmax(batched));
     });
+  },
+});
+
+Deno.test({
+  name: "emulated CUDA: K/V rows copied between blocks give the logits of the rows in place",
+  ignore: emu === null,
+  fn() {
+    withDecoder(paths!.q80, true, (d) => checkCopiedRows(d));
   },
 });
 

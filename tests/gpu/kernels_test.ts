@@ -18,7 +18,7 @@ import {
   checkRope,
 } from "./checks/ops.ts";
 import { checkAttention } from "./checks/attention.ts";
-import { Decoder, smallModel } from "./checks/model.ts";
+import { checkCopiedRows, Decoder, smallModel } from "./checks/model.ts";
 import { argmax } from "../../src/engine/sampler.ts";
 
 for (const type of MATMUL_TYPES) {
@@ -66,6 +66,15 @@ function greedy(d: Decoder, steps: number): Float32Array[] {
   }
   return out;
 }
+
+gpuTest("K/V rows copied between blocks give the logits of the rows in place", (be) => {
+  const d = new Decoder(model, be);
+  try {
+    checkCopiedRows(d);
+  } finally {
+    d.close();
+  }
+});
 
 gpuTest("graph replay gives the logits of kernel-by-kernel launches", (be) => {
   const d = new Decoder(model, be);

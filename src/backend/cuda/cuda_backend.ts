@@ -135,6 +135,31 @@ export class CudaBackend implements Backend {
     return allocateKvCache(this.#live(), spec);
   }
 
+  copyKvRows(cache: KvCache, from: number, to: number, rows: number): void {
+    const { spec, k, v } = asCache(cache, "copyKvRows");
+    const ok = (b: number) => Number.isInteger(b) && b >= 0 && b < spec.nBlocks;
+    if (!ok(from) || !ok(to) || !Number.isInteger(rows) || rows < 0 || rows > spec.blockSize) {
+      throw invalidArgument(
+        "copyKvRows",
+        `${rows} rows of block ${from} to ${to} (${spec.nBlocks} blocks of ${spec.blockSize})`,
+      );
+    }
+    const ctx = this.#live();
+    // After the recorded launches, in stream order: they may write either block.
+    ctx.flush();
+    const rowBytes = spec.nKvHeads * spec.headDim * (spec.dtype === "f16" ? 2 : 4);
+    const blockBytes = spec.blockSize * rowBytes;
+    for (const base of [...k, ...v]) {
+      const rc = ctx.driver.sym.cuMemcpyDtoDAsync_v2(
+        BigInt(base + to * blockBytes),
+        BigInt(base + from * blockBytes),
+        BigInt(rows * rowBytes),
+        ctx.stream,
+      );
+      ctx.driver.check("cuMemcpyDtoDAsync", rc);
+    }
+  }
+
   embed(out: Activation, table: Weight, ids: Int32Array): void {
     const o = asActivation(out, "embed");
     const t = asWeight(table, "embed");

@@ -2,7 +2,8 @@
  * Whole-model behaviour on a device backend with a small synthetic Qwen3 (a vocabulary
  * of 512, so it is quick even emulated): decode steps replayed from CUDA graphs give the
  * same logits as launched one by one, sequences decoded together give the same logits as
- * each alone, and a batched prefill agrees with token-by-token decoding.
+ * each alone, a batched prefill agrees with token-by-token decoding, and K/V rows copied
+ * between blocks serve as the rows they copy.
  */
 
 import type { Activation, Backend, KvCache, StepLayout } from "../../../src/backend/backend.ts";
@@ -73,5 +74,23 @@ export class Decoder {
   close(): void {
     this.model.close();
     this.#file.close();
+  }
+}
+
+/**
+ * K/V rows copied into another block (a prefix shared to the middle of a block) serve the
+ * next token exactly as the rows computed in place: the logits are bitwise equal.
+ */
+export function checkCopiedRows(d: Decoder): void {
+  const be = d.backend;
+  const prompt = Array.from({ length: 20 }, (_, i) => (i * 53 + 7) % 512);
+  const own = Int32Array.from([6, 2]), copied = Int32Array.from([6, 5]);
+  be.read(d.step([prompt], [0], [own]));
+  // Positions 16..19 sit in rows 0..3 of block 2.
+  be.copyKvRows!(d.cache, 2, 5, 4);
+  const inPlace = be.read(d.step([[99]], [20], [own]));
+  const fromCopy = be.read(d.step([[99]], [20], [copied]));
+  if (inPlace.some((v, i) => !Object.is(v, fromCopy[i]))) {
+    throw new Error("logits from copied K/V rows differ from the rows computed in place");
   }
 }
