@@ -106,6 +106,25 @@ export interface Collective {
   allReduceSum(address: bigint, count: number, dtype: ReduceDType, stream: Deno.PointerValue): void;
 }
 
+/** Bytes of one position of one layer's K (or V) in a cache of `spec`. */
+export function kvRowBytes(spec: KvCacheSpec): number {
+  return spec.nKvHeads * spec.headDim * (spec.dtype === "f16" ? 2 : 4);
+}
+
+/** What is wrong with a `copyKvRows` call on a cache of `spec`; null when nothing is. */
+export function kvCopyProblem(
+  spec: KvCacheSpec,
+  from: number,
+  to: number,
+  rows: number,
+): string | null {
+  const ok = (b: number) => Number.isInteger(b) && b >= 0 && b < spec.nBlocks;
+  if (ok(from) && ok(to) && Number.isInteger(rows) && rows >= 0 && rows <= spec.blockSize) {
+    return null;
+  }
+  return `${rows} rows of block ${from} to ${to} (${spec.nBlocks} blocks of ${spec.blockSize})`;
+}
+
 /**
  * Lets a step stop early: it stops once `word[0]` (shared memory) differs from `seen`,
  * which another thread changes when something more urgent arrived.

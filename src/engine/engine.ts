@@ -20,7 +20,7 @@ import { loadTokenizer, type Tokenizer } from "../tokenizer/mod.ts";
 import { EngineError } from "./errors.ts";
 import { BlockPool } from "./kv/block_pool.ts";
 import { Scheduler } from "./scheduler.ts";
-import { runWork, StepBudget } from "./step_budget.ts";
+import { StepBudget, stepWork } from "./step_budget.ts";
 import type { EngineOptions, EngineStats, GenerateRequest, ModelDescription } from "./protocol.ts";
 import { type SampledToken, topIds } from "./sampler.ts";
 import { type EventSink, Sequence } from "./sequence.ts";
@@ -217,9 +217,7 @@ export class Engine {
     const slices: SequenceSlice[] = [];
     const logitRows: number[] = [];
     let prefill = 0;
-    let attended = 0;
     for (const run of runs) {
-      attended += runWork(run.start, run.count).attended;
       const rowStart = ids.length;
       for (let i = 0; i < run.count; i++) {
         ids.push(run.seq.tokens[run.start + i]);
@@ -246,7 +244,7 @@ export class Engine {
     }
     const seconds = (performance.now() - started) / 1000;
     this.#account(prefill, ids.length - prefill, seconds);
-    this.#budget.observe({ tokens: ids.length, attended }, seconds);
+    this.#budget.observe(stepWork(runs), seconds);
     this.#scheduler.complete(runs);
     sampling.forEach((seq, i) => seq.onToken(picks[i].token, picks[i].top));
     this.#scheduler.retire();

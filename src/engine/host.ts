@@ -16,7 +16,7 @@ import type {
   ModelDescription,
   WorkerMessage,
 } from "./protocol.ts";
-import { Doorbell } from "./yield.ts";
+import { Doorbell, isUrgent } from "./yield.ts";
 
 /** A failure reported by the engine, keeping the engine's code (e.g. context_length_exceeded). */
 export class EngineRequestError extends EngineError {
@@ -177,7 +177,7 @@ export class EngineHost {
   }
 
   #post(message: HostMessage): void {
-    this.#doorbell.ring(message.op !== "stats");
+    this.#doorbell.ring(isUrgent(message));
     this.#worker.postMessage(message);
   }
 

@@ -5,13 +5,14 @@
  * only decides *what* runs each step (scheduling, cache blocks, sampling).
  */
 
-import type {
-  Backend,
-  KvCache,
-  KvCacheSpec,
-  KvDType,
-  StepInterrupt,
-  StepLayout,
+import {
+  type Backend,
+  type KvCache,
+  type KvCacheSpec,
+  type KvDType,
+  kvRowBytes,
+  type StepInterrupt,
+  type StepLayout,
 } from "../backend/backend.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import type { GgufFile } from "../gguf/mod.ts";
@@ -169,6 +170,6 @@ function weightBytes(file: GgufFile): number {
 }
 
 function kvBytes(spec: KvCacheSpec): number {
-  const perToken = 2 * spec.nLayers * spec.nKvHeads * spec.headDim * (spec.dtype === "f16" ? 2 : 4);
+  const perToken = 2 * spec.nLayers * kvRowBytes(spec);
   return spec.nBlocks * spec.blockSize * perToken;
 }

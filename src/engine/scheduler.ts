@@ -16,7 +16,7 @@
 
 import { blockKey, type BlockPool } from "./kv/block_pool.ts";
 import type { Sequence } from "./sequence.ts";
-import { type ChunkSizer, runWork, type StepWork } from "./step_budget.ts";
+import { type ChunkSizer, stepWork } from "./step_budget.ts";
 
 export interface SchedulerOptions {
   /** Sequences decoded together at most. */
@@ -38,16 +38,6 @@ export interface ScheduledRun {
 /** A prefill that completes in a step leaves at least this many tokens of that step to
  * other prompts that complete with it. */
 const LATENCY_FLOOR_TOKENS = 32;
-
-function stepWork(runs: ScheduledRun[]): StepWork {
-  const work = { tokens: 0, attended: 0 };
-  for (const run of runs) {
-    const w = runWork(run.start, run.count);
-    work.tokens += w.tokens;
-    work.attended += w.attended;
-  }
-  return work;
-}
 
 export class Scheduler {
   waiting: Sequence[] = [];

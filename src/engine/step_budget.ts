@@ -38,6 +38,17 @@ export function runWork(start: number, count: number): StepWork {
   return { tokens: count, attended: count * start + (count * (count + 1)) / 2 };
 }
 
+/** The work of a step made of these runs. */
+export function stepWork(runs: ReadonlyArray<{ start: number; count: number }>): StepWork {
+  const work = { tokens: 0, attended: 0 };
+  for (const run of runs) {
+    const w = runWork(run.start, run.count);
+    work.tokens += w.tokens;
+    work.attended += w.attended;
+  }
+  return work;
+}
+
 /** Before any step has been timed, and the least the fit may extrapolate to. */
 const INITIAL_TOKENS = 64;
 /** Steps the fit remembers per size class (tokens 1, 2-3, 4-7, ...): a long run of decode

@@ -9,7 +9,7 @@ import { errorMessage, NeuronError } from "../common/errors.ts";
 import { log } from "../common/log.ts";
 import { Engine } from "./engine.ts";
 import type { EngineEvent, HostMessage, WorkerMessage } from "./protocol.ts";
-import { Doorbell, yieldToEventLoop } from "./yield.ts";
+import { Doorbell, isUrgent, yieldToEventLoop } from "./yield.ts";
 
 let engine: Engine | null = null;
 let stepping = false;
@@ -52,7 +52,7 @@ async function run(): Promise<void> {
 self.onmessage = (e: MessageEvent<HostMessage>): void => {
   const msg = e.data;
   received++;
-  if (msg.op !== "stats") receivedUrgent++;
+  if (isUrgent(msg)) receivedUrgent++;
   switch (msg.op) {
     case "load":
       doorbell = new Doorbell(msg.doorbell);

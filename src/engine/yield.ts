@@ -9,6 +9,13 @@
  * at most one step, and an undisturbed decode loop pays ~20 µs per step.
  */
 
+import type { HostMessage } from "./protocol.ts";
+
+/** Messages a prefill step in flight stops for: everything but a stats poll. */
+export function isUrgent(message: HostMessage): boolean {
+  return message.op !== "stats";
+}
+
 /**
  * Counters of posted messages shared by the host and its Worker: all of them, and the
  * urgent ones (a new request, a cancel, a close), which a prefill step in flight watches so

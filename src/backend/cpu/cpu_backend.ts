@@ -7,17 +7,19 @@
  * back: read, argmaxRows, gatherRows, allReduce, or freeing an activation they may use.
  */
 
-import type {
-  Activation,
-  AttentionShape,
-  Backend,
-  Collective,
-  KvCache,
-  KvCacheSpec,
-  StepInterrupt,
-  StepLayout,
-  Weight,
-  WeightSource,
+import {
+  type Activation,
+  type AttentionShape,
+  type Backend,
+  type Collective,
+  type KvCache,
+  type KvCacheSpec,
+  kvCopyProblem,
+  kvRowBytes,
+  type StepInterrupt,
+  type StepLayout,
+  type Weight,
+  type WeightSource,
 } from "../backend.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import {
@@ -165,16 +167,10 @@ export class CpuBackend implements Backend {
 
   copyKvRows(cache: KvCache, from: number, to: number, rows: number): void {
     const c = cache as CpuKvCache;
-    const l = c.layout;
-    const rowBytes = l.nKvHeads * l.headDim * (l.type === KV_F16 ? 2 : 4);
-    const blockBytes = l.blockSize * rowBytes;
-    const ok = (b: number) => Number.isInteger(b) && b >= 0 && b < l.nBlocks;
-    if (!ok(from) || !ok(to) || !Number.isInteger(rows) || rows < 0 || rows > l.blockSize) {
-      throw new CpuKernelError(
-        "cpu_kernel_invalid",
-        `copyKvRows: ${rows} rows of block ${from} to ${to} (${l.nBlocks} blocks of ${l.blockSize})`,
-      );
-    }
+    const problem = kvCopyProblem(c.spec, from, to, rows);
+    if (problem !== null) throw new CpuKernelError("cpu_kernel_invalid", `copyKvRows: ${problem}`);
+    const rowBytes = kvRowBytes(c.spec);
+    const blockBytes = c.spec.blockSize * rowBytes;
     // Steps recorded before this may still write either block.
     this.pool.queue.flush();
     for (const buffer of [...c.k, ...c.v]) {

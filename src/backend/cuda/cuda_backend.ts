@@ -11,21 +11,21 @@
  * (refuses a model before allocating when the GPU is too full).
  */
 
-import type {
-  Activation,
-  AttentionShape,
-  Backend,
-  Collective,
-  KvCache,
-  KvCacheSpec,
-  StepLayout,
-  Weight,
-  WeightSource,
+import {
+  type Activation,
+  type AttentionShape,
+  type Backend,
+  type Collective,
+  type KvCache,
+  type KvCacheSpec,
+  type StepLayout,
+  type Weight,
+  type WeightSource,
 } from "../backend.ts";
 import type { CudaContext } from "./context.ts";
 import { CudaError, invalidArgument } from "./errors.ts";
 import { ccString } from "./flavour.ts";
-import { allocateKvCache, copyBandwidth, ensureFits, uploadWeight } from "./loading.ts";
+import { allocateKvCache, copyBandwidth, copyKvRows, ensureFits, uploadWeight } from "./loading.ts";
 import type { MemoryUsage } from "./memory.ts";
 import { internPositions, recordAttention, recordStoreKv } from "./ops_attention.ts";
 import { recordMatmul } from "./ops_matmul.ts";
@@ -136,28 +136,7 @@ export class CudaBackend implements Backend {
   }
 
   copyKvRows(cache: KvCache, from: number, to: number, rows: number): void {
-    const { spec, k, v } = asCache(cache, "copyKvRows");
-    const ok = (b: number) => Number.isInteger(b) && b >= 0 && b < spec.nBlocks;
-    if (!ok(from) || !ok(to) || !Number.isInteger(rows) || rows < 0 || rows > spec.blockSize) {
-      throw invalidArgument(
-        "copyKvRows",
-        `${rows} rows of block ${from} to ${to} (${spec.nBlocks} blocks of ${spec.blockSize})`,
-      );
-    }
-    const ctx = this.#live();
-    // After the recorded launches, in stream order: they may write either block.
-    ctx.flush();
-    const rowBytes = spec.nKvHeads * spec.headDim * (spec.dtype === "f16" ? 2 : 4);
-    const blockBytes = spec.blockSize * rowBytes;
-    for (const base of [...k, ...v]) {
-      const rc = ctx.driver.sym.cuMemcpyDtoDAsync_v2(
-        BigInt(base + to * blockBytes),
-        BigInt(base + from * blockBytes),
-        BigInt(rows * rowBytes),
-        ctx.stream,
-      );
-      ctx.driver.check("cuMemcpyDtoDAsync", rc);
-    }
+    copyKvRows(this.#live(), asCache(cache, "copyKvRows"), from, to, rows);
   }
 
   embed(out: Activation, table: Weight, ids: Int32Array): void {

@@ -1,12 +1,13 @@
 /**
  * What happens outside steps: weights copied to the device (1-row tensors, the norm
  * weights, expanded to f32 there), KV caches allocated (checked against free memory
- * first) and zeroed, the fit check with its numbers, and the copy-bandwidth probe.
+ * first) and zeroed, rows copied between cache blocks (a prefix shared mid-block), the fit
+ * check with its numbers, and the copy-bandwidth probe.
  */
 
 import { dequantizeRow } from "../../gguf/dequant/mod.ts";
 import { GgmlType, ggmlTypeInfo, rowBytes } from "../../gguf/types.ts";
-import type { KvCacheSpec, WeightSource } from "../backend.ts";
+import { type KvCacheSpec, kvCopyProblem, kvRowBytes, type WeightSource } from "../backend.ts";
 import type { CudaContext } from "./context.ts";
 import { CudaError, invalidArgument, mib } from "./errors.ts";
 import { supportedType } from "./matmul_plan.ts";
@@ -68,13 +69,13 @@ export function uploadWeight(ctx: CudaContext, source: WeightSource): CudaWeight
 }
 
 export function allocateKvCache(ctx: CudaContext, spec: KvCacheSpec): CudaKvCache {
-  const { nLayers, nKvHeads, headDim, blockSize, nBlocks, dtype } = spec;
+  const { nLayers, nKvHeads, headDim, blockSize, nBlocks } = spec;
   for (const [k, v] of Object.entries({ nLayers, nKvHeads, headDim, blockSize, nBlocks })) {
     if (!(Number.isSafeInteger(v) && v >= 1)) {
       throw invalidArgument("createKvCache", `${k} = ${v}`);
     }
   }
-  const perLayer = nBlocks * blockSize * nKvHeads * headDim * (dtype === "f16" ? 2 : 4);
+  const perLayer = nBlocks * blockSize * kvRowBytes(spec);
   ensureFits(ctx, 2 * nLayers * perLayer, "the KV cache");
   const k: number[] = [];
   const v: number[] = [];
@@ -96,6 +97,31 @@ export function allocateKvCache(ctx: CudaContext, spec: KvCacheSpec): CudaKvCach
     throw err;
   }
   return new CudaKvCache({ ...spec }, 2 * nLayers * perLayer, k, v);
+}
+
+/** Copies positions [0, rows) of block `from` into block `to`, K and V of every layer, in
+ * stream order after the recorded launches (they may write either block). */
+export function copyKvRows(
+  ctx: CudaContext,
+  cache: CudaKvCache,
+  from: number,
+  to: number,
+  rows: number,
+): void {
+  const problem = kvCopyProblem(cache.spec, from, to, rows);
+  if (problem !== null) throw invalidArgument("copyKvRows", problem);
+  ctx.flush();
+  const rowBytes = kvRowBytes(cache.spec);
+  const blockBytes = cache.spec.blockSize * rowBytes;
+  for (const base of [...cache.k, ...cache.v]) {
+    const rc = ctx.driver.sym.cuMemcpyDtoDAsync_v2(
+      BigInt(base + to * blockBytes),
+      BigInt(base + from * blockBytes),
+      BigInt(rows * rowBytes),
+      ctx.stream,
+    );
+    ctx.driver.check("cuMemcpyDtoDAsync", rc);
+  }
 }
 
 /** GB/s of timed device-to-device copies of up to `bytes` (read + written bytes). */
