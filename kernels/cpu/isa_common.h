@@ -28,6 +28,7 @@ void NK_FN(nk_pack_fpanel)(const nk_mm *mm, int64_t r0, int32_t panel_rows, floa
 
 void NK_FN(nk_quantize_act)(const float *x, int64_t cols, int64_t kp, int8_t *q, float *d16,
                             float *s16, float *d32, float *s32);
+void NK_FN(nk_quantize_act_k)(const float *x, int64_t cols, const nk_qact *act, int64_t t);
 void NK_FN(nk_unpack)(int32_t type, const uint8_t *row, int64_t chunk, int64_t cols, nk_chunk *c);
 void NK_FN(nk_qdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
 void NK_FN(nk_fdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);

@@ -29,6 +29,7 @@ const nk_isa_ops NK_TABLE = {
     .panel_rows = PANEL_ROWS,
     .pack_min_tokens = pack_min_tokens,
     .quantize_act = NK_FN(nk_quantize_act),
+    .quantize_act_k = NK_FN(nk_quantize_act_k),
     .unpack = NK_FN(nk_unpack),
     .qdot_rows = NK_FN(nk_qdot_rows),
     .fdot_rows = NK_FN(nk_fdot_rows),

@@ -62,7 +62,10 @@ static inline __attribute__((always_inline)) void qdot_row(const nk_mm *mm, int6
 }
 
 void nk_qdot_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
-  if (nk_qdot_fused_avx512(mm, r0, r1, t0, nt) || nk_qdot_legacy_avx512(mm, r0, r1, t0, nt)) return;
+  if (nk_qdot_q8k_avx512(mm, r0, r1, t0, nt) || nk_qdot_fused_avx512(mm, r0, r1, t0, nt) ||
+      nk_qdot_legacy_avx512(mm, r0, r1, t0, nt)) {
+    return;
+  }
   for (int64_t r = r0; r < r1; r++) {
     nk_prefetch_row(mm, r);
     switch (nt) {

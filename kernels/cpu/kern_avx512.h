@@ -8,6 +8,10 @@
  * type has none (the generic chunk path then runs). */
 int nk_qdot_fused_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
 
+/* The same for Q4_K and Q6_K when the activations have their per-256 form
+ * (kern_avx512_q8k.c); 0 otherwise. */
+int nk_qdot_q8k_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+
 /* Chunk ch of a row in the chunk form, fused for the types the row kernels are fused for;
  * 0 when the generic nk_unpack has to run instead (kern_avx512_decode.c). */
 int nk_unpack_fused_avx512(const nk_mm *mm, const uint8_t *row, int64_t ch, nk_chunk *c);

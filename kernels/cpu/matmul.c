@@ -33,16 +33,26 @@ int64_t nk_fpanel_bytes(int32_t panel_rows, int64_t cols) {
   return cols * panel_rows * 4;
 }
 
+/* Token t's activations into mm->act: per 256 when act has the per-256 fields (every
+ * matrix of the call a K-quant), per 32 otherwise. */
+static void quantize_token(const mm_task *a, int64_t t) {
+  const nk_mm *mm = &a->mm[0];
+  const int64_t kp = mm->kp;
+  if (mm->act.dk) {
+    a->ops->quantize_act_k(mm->x + t * mm->cols, mm->cols, &mm->act, t);
+    return;
+  }
+  a->ops->quantize_act(mm->x + t * mm->cols, mm->cols, kp, mm->act.q + t * kp,
+                       mm->act.d16 + t * (kp / 16), mm->act.s16 + t * (kp / 16),
+                       mm->act.d32 + t * (kp / 32), mm->act.s32 + t * (kp / 32));
+}
+
 static void quantize_task(void *arg, int32_t ith, int32_t nth) {
   (void)ith;
   (void)nth;
   mm_task *a = arg;
-  const nk_mm *mm = &a->mm[0];
-  const int64_t kp = mm->kp;
-  for (int64_t t = nk_pool_next(a->pool); t < mm->n_tokens; t = nk_pool_next(a->pool)) {
-    a->ops->quantize_act(mm->x + t * mm->cols, mm->cols, kp, mm->act.q + t * kp,
-                         mm->act.d16 + t * (kp / 16), mm->act.s16 + t * (kp / 16),
-                         mm->act.d32 + t * (kp / 32), mm->act.s32 + t * (kp / 32));
+  for (int64_t t = nk_pool_next(a->pool); t < a->mm[0].n_tokens; t = nk_pool_next(a->pool)) {
+    quantize_token(a, t);
   }
 }
 
@@ -94,20 +104,31 @@ static void panels_task(void *arg, int32_t ith, int32_t nth) {
   }
 }
 
-/* Lays the quantized activations out in the pool's shared buffer. */
-static int32_t alloc_act(nk_pool *pool, nk_mm *mm) {
+/* Lays the quantized activations out in the pool's shared buffer; with `per_256`, the
+ * per-256 fields too (nk_qact). */
+static int32_t alloc_act(nk_pool *pool, nk_mm *mm, int per_256) {
   const int64_t kp = mm->kp, n = mm->n_tokens;
   const int64_t q_bytes = nk_round_up(n * kp, NK_ALIGN);
   const int64_t f16_bytes = nk_round_up(n * (kp / 16) * 4, NK_ALIGN);
   const int64_t f32_bytes = nk_round_up(n * (kp / 32) * 4, NK_ALIGN);
-  uint8_t *buf = nk_pool_shared(pool, q_bytes + 2 * f16_bytes + 2 * f32_bytes);
+  const int64_t dk_bytes = per_256 ? nk_round_up(n * (kp / 256) * 4, NK_ALIGN) : 0;
+  const int64_t bsum_bytes = per_256 ? nk_round_up(n * (kp / 16) * 2, NK_ALIGN) : 0;
+  const int64_t q4k_bytes = per_256 ? q_bytes : 0;
+  uint8_t *buf = nk_pool_shared(pool, q_bytes + 2 * f16_bytes + 2 * f32_bytes + dk_bytes +
+                                          bsum_bytes + q4k_bytes);
   if (!buf) return NK_ENOMEM;
   mm->act.kp = kp;
   mm->act.q = (int8_t *)buf;
-  mm->act.d16 = (float *)(buf + q_bytes);
-  mm->act.s16 = (float *)(buf + q_bytes + f16_bytes);
-  mm->act.d32 = (float *)(buf + q_bytes + 2 * f16_bytes);
-  mm->act.s32 = (float *)(buf + q_bytes + 2 * f16_bytes + f32_bytes);
+  buf += q_bytes;
+  mm->act.d16 = (float *)buf;
+  mm->act.s16 = (float *)(buf + f16_bytes);
+  buf += 2 * f16_bytes;
+  mm->act.d32 = (float *)buf;
+  mm->act.s32 = (float *)(buf + f32_bytes);
+  buf += 2 * f32_bytes;
+  mm->act.dk = per_256 ? (float *)buf : NULL;
+  mm->act.bsum = per_256 ? (int16_t *)(buf + dk_bytes) : NULL;
+  mm->act.q4k = per_256 ? (int8_t *)(buf + dk_bytes + bsum_bytes) : NULL;
   return NK_OK;
 }
 
@@ -118,13 +139,7 @@ static void quantize(mm_task *a) {
     nk_pool_run(a->pool, quantize_task, a);
     return;
   }
-  const nk_mm *mm = &a->mm[0];
-  const int64_t kp = mm->kp;
-  for (int64_t t = 0; t < mm->n_tokens; t++) {
-    a->ops->quantize_act(mm->x + t * mm->cols, mm->cols, kp, mm->act.q + t * kp,
-                         mm->act.d16 + t * (kp / 16), mm->act.s16 + t * (kp / 16),
-                         mm->act.d32 + t * (kp / 32), mm->act.s32 + t * (kp / 32));
-  }
+  for (int64_t t = 0; t < a->mm[0].n_tokens; t++) quantize_token(a, t);
 }
 
 static int32_t setup(nk_mm *mm, int32_t type, const void *w, int64_t rows, int64_t cols,
@@ -157,20 +172,21 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
   /* Matrices sharing the activations take one path: the panels when every type's
    * threshold is reached. */
   int packed = a.ops->panel_rows > 0;
-  int quant = 0;
+  int quant = 0, k_only = 1;
   int64_t scratch = 0;
   for (int32_t m = 0; m < n; m++) {
     if (setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
       return NK_EINVAL;
     nk_pool_prefetch_distances(pool, &a.mm[m]);
     quant |= a.mm[m].tr->quant;
+    k_only &= a.mm[m].tr->quant && a.mm[m].tr->block_size == 256;
     if (packed && n_tokens < a.ops->pack_min_tokens(types[m])) packed = 0;
     if (panel_bytes(&a, &a.mm[m]) > scratch) scratch = panel_bytes(&a, &a.mm[m]);
   }
   if (packed && nk_pool_reserve(pool, scratch) != NK_OK) return NK_ENOMEM;
   /* Float types read x itself; the quantized ones share one quantization of it. */
   if (quant) {
-    if (alloc_act(pool, &a.mm[0]) != NK_OK) return NK_ENOMEM;
+    if (alloc_act(pool, &a.mm[0], k_only) != NK_OK) return NK_ENOMEM;
     for (int32_t m = 1; m < n; m++) a.mm[m].act = a.mm[0].act;
     quantize(&a);
   }

@@ -150,14 +150,23 @@ typedef struct {
   _Alignas(NK_ALIGN) float m[NK_GROUPS];
 } nk_chunk;
 
-/* Activations quantized per 32 values: for token t, q[t*kp + i] is int8 and each group of
- * 16 (32) has the block scale d16 (d32) and s16 (s32) = scale * sum of its q. kp is cols
- * rounded up to whole chunks, zero-padded. */
+/* Activations quantized to int8: for token t, q[t*kp + i] and each group of 16 (32) has
+ * the scale d16 (d32) of its block and s16 (s32) = that scale * sum of its q. kp is cols
+ * rounded up to whole chunks, zero-padded. Blocks are 32 values, or 256 for products with
+ * K-quant weights only (ggml's Q8_K, what llama.cpp takes for them): then dk is each
+ * block's scale, bsum the integer sums per 16, and q4k the q of each 128 reordered as
+ * Q4_K's nibbles lie (values 0-31, 64-95, 32-63, 96-127); dk is NULL otherwise. Every
+ * kernel reads the per-16/32 fields, whatever the block; the integer K-quant kernels need
+ * the per-256 ones. */
 typedef struct {
   int8_t *q;
   float *d16, *s16, *d32, *s32;
+  float *dk;
+  int16_t *bsum;
+  int8_t *q4k;
   int64_t kp;
 } nk_qact;
+
 
 /* One matrix product in flight. */
 typedef struct {
@@ -249,6 +258,8 @@ typedef struct {
   int32_t (*pack_min_tokens)(int32_t type);
   void (*quantize_act)(const float *x, int64_t cols, int64_t kp, int8_t *q, float *d16, float *s16,
                        float *d32, float *s32);
+  /* Token row x (cols values) into the per-256 form of act, as token t (isa_quantize_k.c). */
+  void (*quantize_act_k)(const float *x, int64_t cols, const nk_qact *act, int64_t t);
   void (*unpack)(int32_t type, const uint8_t *row, int64_t chunk, int64_t cols, nk_chunk *c);
   /* Rows [r0, r1) for tokens [t0, t0 + nt), nt <= 4. */
   void (*qdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);

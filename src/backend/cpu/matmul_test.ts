@@ -5,9 +5,10 @@
  * threads (with page prefetching off and on). Three oracles: the TypeScript dequantizer (bit-exact against the C reference
  * dequantizer), nk_matmul_ref (f64 dot of dequantized rows) and the scalar level.
  *
- * Tolerances: quantized types quantize activations to int8 per 32 values (scale
- * amax/127), an error of up to half a step per value: about 0.7% of a typical output, so
- * the worst of thousands of outputs lands near 3%; float types only reorder f32 sums.
+ * Tolerances: quantized types quantize activations to int8 per 32 values (K-quants per
+ * 256, ggml's Q8_K; scale amax/127), an error of up to half a step per value: about 0.7%
+ * (per 256: 1-2%) of a typical output, so the worst of thousands of outputs lands near 3%;
+ * float types only reorder f32 sums.
  * Levels agree with each other far more tightly: they quantize identically and differ in
  * summation order only.
  */
@@ -37,9 +38,9 @@ const CASES: Case[] = [
   { type: "Q8_0", shapes: [[37, 96], [70, 800], [59, 512]], tolerance: 0.05 },
   { type: "Q2_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
   { type: "Q3_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
-  { type: "Q4_K", shapes: [[37, 256], [70, 768], [59, 512]], tolerance: 0.05 },
+  { type: "Q4_K", shapes: [[37, 256], [70, 768], [59, 512], [23, 1280]], tolerance: 0.05 },
   { type: "Q5_K", shapes: [[37, 256], [70, 768]], tolerance: 0.05 },
-  { type: "Q6_K", shapes: [[37, 256], [70, 768], [59, 512]], tolerance: 0.05 },
+  { type: "Q6_K", shapes: [[37, 256], [70, 768], [59, 512], [23, 1280]], tolerance: 0.05 },
 ];
 
 /** Levels agree this closely (relative to the output scale). */
@@ -99,3 +100,47 @@ for (const c of CASES) {
     }
   });
 }
+
+/** Per-32 activations: a product sharing them with a matrix that is not a K-quant. */
+Deno.test("matmulMany: K-quants sharing activations with Q8_0 (per-32 kernels) match the references", async () => {
+  const k = await testKernels();
+  const rng = new Rng(77);
+  const cols = 1280, nTokens = 3;
+  const x = randomF32(rng, nTokens * cols);
+  const mats = ["Q4_K", "Q5_K", "Q6_K", "Q8_0"].map((name, i) => {
+    const info = ggmlTypeByName(name)!;
+    const rows = 19 + 8 * i;
+    return { info, rows, w: randomBlocks(info, (rows * cols) / info.blockSize, rng) };
+  });
+  const pool = k.createPool(2);
+  try {
+    const refs = mats.map((m) => {
+      const ref = new Float32Array(nTokens * m.rows);
+      pool.matmulRef(m.info.id, m.w, m.rows, cols, x, nTokens, ref);
+      return ref;
+    });
+    let scalar: Float32Array[] | undefined;
+    for (const isa of k.supportedIsas()) {
+      pool.isa = isa;
+      const ys = mats.map((m) => new Float32Array(nTokens * m.rows).fill(NaN));
+      pool.matmulMany(
+        mats.map((m, i) => ({ type: m.info.id, w: m.w, rows: m.rows, y: ys[i] })),
+        cols,
+        x,
+        nTokens,
+      );
+      ys.forEach((y, i) => {
+        const err = relError(y, refs[i]);
+        // Per-32 activations: as close as the per-32 types get alone.
+        assert(err <= 0.03, `${mats[i].info.name} ${isa}: error ${err} vs reference`);
+        if (scalar) {
+          const e = relError(y, scalar[i]);
+          assert(e <= LEVEL_TOLERANCE, `${mats[i].info.name} ${isa}: differs from scalar by ${e}`);
+        }
+      });
+      scalar ??= ys;
+    }
+  } finally {
+    pool.destroy();
+  }
+});
