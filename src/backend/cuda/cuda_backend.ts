@@ -11,16 +11,16 @@
  * (refuses a model before allocating when the GPU is too full).
  */
 
-import {
-  type Activation,
-  type AttentionShape,
-  type Backend,
-  type Collective,
-  type KvCache,
-  type KvCacheSpec,
-  type StepLayout,
-  type Weight,
-  type WeightSource,
+import type {
+  Activation,
+  AttentionShape,
+  Backend,
+  Collective,
+  KvCache,
+  KvCacheSpec,
+  StepLayout,
+  Weight,
+  WeightSource,
 } from "../backend.ts";
 import type { CudaContext } from "./context.ts";
 import { CudaError, invalidArgument } from "./errors.ts";
