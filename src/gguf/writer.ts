@@ -6,6 +6,7 @@
  * written beside its destination and renamed into place only when complete.
  */
 
+import { BlockBuffer } from "../common/block_buffer.ts";
 import { ByteBuilder, encodeKv } from "./encode.ts";
 import { GgufError } from "./errors.ts";
 import { GGML_MAX_DIMS, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, type GgufKv } from "./file.ts";
@@ -176,26 +177,18 @@ export function encodeGguf(spec: GgufSpec): Uint8Array {
   return out;
 }
 
-/** Collects small chunks into large writes; large chunks go straight through. */
-function fileSink(file: Deno.FsFile, bufferSize = 8 << 20): { sink: ChunkSink; flush(): void } {
-  const buf = new Uint8Array(bufferSize);
-  let used = 0;
+/** Writes chunks to `file` in whole aligned blocks (block_buffer.ts says why). */
+function fileSink(file: Deno.FsFile): { sink: ChunkSink; flush(): void } {
+  const blocks = new BlockBuffer();
   const writeAll = (b: Uint8Array) => {
     for (let off = 0; off < b.byteLength;) off += file.writeSync(b.subarray(off));
   };
-  const flush = () => {
-    writeAll(buf.subarray(0, used));
-    used = 0;
+  return {
+    sink: (chunk) => {
+      for (const block of blocks.fill(chunk)) writeAll(block);
+    },
+    flush: () => writeAll(blocks.rest()),
   };
-  const sink: ChunkSink = (chunk) => {
-    if (used + chunk.byteLength > bufferSize) flush();
-    if (chunk.byteLength >= bufferSize) writeAll(chunk);
-    else {
-      buf.set(chunk, used);
-      used += chunk.byteLength;
-    }
-  };
-  return { sink, flush };
 }
 
 /** Writes a GGUF file to `path`, streaming tensor data; nothing is left behind on failure. */

@@ -7,6 +7,7 @@
  */
 
 import { createHash, type Hash } from "node:crypto";
+import { BlockBuffer } from "../common/block_buffer.ts";
 import { errorMessage } from "../common/errors.ts";
 import type { Logger } from "../common/log.ts";
 import { type FileMeta, hubFetch } from "./api.ts";
@@ -225,13 +226,18 @@ async function fetchRange(
       () => Deno.open(state.path, { create: true, append: true }),
     );
     let received = 0;
+    // Whole aligned blocks, so that the model lands in the page cache in huge folios.
+    const blocks = new BlockBuffer(state.have);
+    const append = async (bytes: Uint8Array) => {
+      await writeAll(out, bytes);
+      state.hash.update(bytes);
+      state.have += bytes.length;
+    };
     try {
       for await (const chunk of res.body) {
         clearTimeout(timer);
         timer = setTimeout(() => stall.abort(), opts.stallTimeoutMs);
-        await writeAll(out, chunk);
-        state.hash.update(chunk);
-        state.have += chunk.length;
+        for (const block of blocks.fill(chunk)) await append(block);
         received += chunk.length;
         meter.advance(chunk.length);
       }
@@ -245,7 +251,11 @@ async function fetchRange(
         { cause: err },
       );
     } finally {
-      out.close();
+      try {
+        await append(blocks.rest());
+      } finally {
+        out.close();
+      }
     }
     return received > 0;
   } finally {
