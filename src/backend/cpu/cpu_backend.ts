@@ -33,6 +33,7 @@ import {
   type Pool,
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
+import { onHugePages } from "./huge_pages.ts";
 import { WeightArena } from "./weight_arena.ts";
 
 class CpuWeight implements Weight {
@@ -103,6 +104,8 @@ export class CpuBackend implements Backend {
   readonly #owned = new Set<NativeBuffer>();
   readonly #weights: WeightArena;
   readonly #mmap: boolean;
+  /** Whether the pages under weights read in place have been looked at (huge_pages.ts). */
+  #pagesKnown = false;
 
   constructor(options: CpuBackendOptions) {
     this.kernels = new CpuKernels(options.libraryPath);
@@ -123,6 +126,14 @@ export class CpuBackend implements Backend {
       );
     }
     const inPlace = this.#mmap && !source.transient;
+    if (inPlace && !this.#pagesKnown) {
+      const huge = onHugePages(source.pointer, bytes);
+      if (huge !== null) {
+        // Pages are prefetched ahead only on small pages; on huge ones that costs more.
+        this.pool.pagePrefetch = !huge;
+        this.#pagesKnown = true;
+      }
+    }
     const pointer = inPlace ? source.pointer : this.#weights.place(source.bytes.subarray(0, bytes));
     return new CpuWeight(source.name, source.type, source.rows, source.cols, pointer);
   }
