@@ -21,6 +21,12 @@ export function mean(xs: number[]): number {
   return xs.reduce((a, b) => a + b, 0) / xs.length;
 }
 
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
 export function stddev(xs: number[]): number {
   if (xs.length < 2) return 0;
   const m = mean(xs);
@@ -96,9 +102,14 @@ export class ModelBench {
     n: number,
     reps: number,
     fn: (n: number, seed: number) => number,
+    afterEach?: () => void,
   ): Measurement {
     fn(Math.min(n, 16), 0);
-    const samples = Array.from({ length: reps }, (_, r) => n / fn(n, r + 1));
+    const samples = Array.from({ length: reps }, (_, r) => {
+      const rate = n / fn(n, r + 1);
+      afterEach?.();
+      return rate;
+    });
     return { test, samples };
   }
 

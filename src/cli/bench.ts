@@ -1,7 +1,7 @@
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import { openGguf } from "../gguf/mod.ts";
 import { quantizationOf } from "../engine/describe.ts";
-import { mean, type Measurement, ModelBench, stddev } from "../bench/runner.ts";
+import { mean, type Measurement, median, ModelBench, stddev } from "../bench/runner.ts";
 import {
   FILE_TYPE_NAMES,
   isFileType,
@@ -19,8 +19,9 @@ const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUAN
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
 tokens one at a time) in tokens/s, like llama-bench, plus the memory read bandwidth
-measured in the same run and the decode efficiency it implies:
-tg tok/s x bytes read per token / bandwidth.
+measured in the same run (the median of one measurement after each repetition of the
+first tg test) and the decode efficiency it implies: tg tok/s x bytes read per token /
+bandwidth.
 
   -m, --model FILE     GGUF model
       --synthetic S    a synthetic model of shape S (${SYNTHETIC_SHAPES.join(", ")}),
@@ -121,8 +122,21 @@ export const benchCommand: Command = {
     const bench = ModelBench.load(file, backend, maxTokens);
     try {
       const pp = prompts.map((n) => bench.measure(`pp${n}`, n, reps, (k, s) => bench.prompt(k, s)));
-      const tg = gens.map((n) => bench.measure(`tg${n}`, n, reps, (k, s) => bench.generate(k, s)));
-      const bandwidth = backend.bandwidthGBs?.() ?? NaN;
+      // Bandwidth is sampled after each repetition of the first tg test, and the median
+      // taken: on a shared host it drifts by 10-20% within a minute, so a figure taken
+      // once, before or after, is a different moment than the decode it is compared with.
+      const bandwidths: number[] = [];
+      const sampleBandwidth = () => bandwidths.push(backend.bandwidthGBs?.() ?? NaN);
+      const tg = gens.map((n, i) =>
+        bench.measure(
+          `tg${n}`,
+          n,
+          reps,
+          (k, s) => bench.generate(k, s),
+          i === 0 ? sampleBandwidth : undefined,
+        )
+      );
+      const bandwidth = median(bandwidths);
       const bytesPerToken = bench.bytesPerToken(file, gens[0] / 2);
       const tgRate = mean(tg[0].samples);
       const efficiency = (tgRate * bytesPerToken) / (bandwidth * 1e9);
@@ -135,6 +149,7 @@ export const benchCommand: Command = {
           pp: mean(pp[0].samples),
           tg: tgRate,
           bandwidth_gbs: bandwidth,
+          bandwidth_samples_gbs: bandwidths,
           bytes_per_token: bytesPerToken,
           decode_efficiency: efficiency,
           model: label,
@@ -158,7 +173,8 @@ export const benchCommand: Command = {
           );
         }
         console.log(
-          `\nmemory read bandwidth ${bandwidth.toFixed(1)} GB/s; decode reads ` +
+          `\nmemory read bandwidth ${bandwidth.toFixed(1)} GB/s (median of ` +
+            `${bandwidths.map((b) => b.toFixed(1)).join(", ")}); decode reads ` +
             `${(bytesPerToken / 1e6).toFixed(1)} MB/token; decode efficiency ` +
             `${(efficiency * 100).toFixed(1)}% (tg${gens[0]})`,
         );
