@@ -30,8 +30,8 @@ export function hugeMappedBytes(smaps: string, address: bigint): number | null {
 }
 
 /**
- * True when the weights at `pointer` (`bytes` long) are mapped with huge pages, false when
- * with small ones, null when that cannot be told (no whole huge page in the range, no
+ * True when the weights at `pointer` (`bytes` long) are mapped mostly with huge pages, false
+ * when mostly with small ones, null when that cannot be told (no whole huge page in the range, no
  * /proc).
  */
 export function onHugePages(pointer: Deno.PointerObject, bytes: number): boolean | null {
@@ -52,5 +52,6 @@ export function onHugePages(pointer: Deno.PointerObject, bytes: number): boolean
     return null;
   }
   const huge = hugeMappedBytes(smaps, start);
-  return huge === null ? null : huge >= samples * HUGE_PAGE;
+  // The majority decides: reclaim may have split a few of a file's folios.
+  return huge === null ? null : 2 * huge >= samples * HUGE_PAGE;
 }
