@@ -34,6 +34,24 @@ static inline float nk_f16_at(const uint8_t *p) {
   return _cvtsh_ss(h);
 }
 
+/* A Q6_K block's 256 values unbiased (0-63: low nibbles from ql, top two bits from qh):
+ * w[p] holds values 64p..64p+63 in order. */
+static inline void nk_q6_k_values(const uint8_t *blk, __m512i w[4]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+#pragma GCC unroll 2
+  for (int n = 0; n < 2; n++) {
+    const __m512i l = _mm512_loadu_si512(blk + 64 * n);
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * n));
+    const __m512i hd = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
+    /* (l & 0x0F) | ((hd & 3) << 4), then (l >> 4 & 0x0F) | (hd & 0x30) */
+    w[2 * n] =
+        _mm512_ternarylogic_epi32(l, low4, _mm512_slli_epi16(_mm512_and_si512(hd, low2), 4), 0xEA);
+    w[2 * n + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), low4,
+                                             _mm512_and_si512(hd, bits45), 0xEA);
+  }
+}
+
 /* Lanes 0-7 take element 2k of a scale vector, lanes 8-15 element 2k + 1. */
 static inline __m512i nk_pair_index(int k) {
   return _mm512_set_epi32(2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1,

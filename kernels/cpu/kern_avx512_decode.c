@@ -177,8 +177,6 @@ static inline __attribute__((always_inline)) void q6_k_row(const nk_mm *mm, int6
                                                            const int nt) {
   const int64_t kp = mm->kp, nsb = mm->cols / 256;
   const uint8_t *row = mm->w + r * mm->row_bytes;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
   __m512 acc[4][2], corr[4];
 #pragma GCC unroll 4
   for (int j = 0; j < nt; j++) acc[j][0] = acc[j][1] = corr[j] = _mm512_setzero_ps();
@@ -189,16 +187,7 @@ static inline __attribute__((always_inline)) void q6_k_row(const nk_mm *mm, int6
         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))),
         _mm512_set1_ps(nk_f16_at(blk + 208)));
     __m512i w[4];
-#pragma GCC unroll 2
-    for (int n = 0; n < 2; n++) {
-      const __m512i l = _mm512_loadu_si512(blk + 64 * n);
-      const __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * n));
-      const __m512i hd = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
-      w[2 * n] = _mm512_or_si512(_mm512_and_si512(l, low4),
-                                 _mm512_slli_epi16(_mm512_and_si512(hd, low2), 4));
-      w[2 * n + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
-                                     _mm512_and_si512(hd, bits45));
-    }
+    nk_q6_k_values(blk, w);
 #pragma GCC unroll 4
     for (int j = 0; j < nt; j++) {
       const int64_t t = t0 + j;
@@ -323,20 +312,9 @@ int nk_unpack_fused_avx512(const nk_mm *mm, const uint8_t *row, int64_t ch, nk_c
     }
     case NK_Q6_K: {
       const uint8_t *blk = row + ch * 210;
-      const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
-#pragma GCC unroll 2
-      for (int n = 0; n < 2; n++) {
-        const __m512i l = _mm512_loadu_si512(blk + 64 * n);
-        const __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * n));
-        const __m512i hd =
-            _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
-        _mm512_store_si512(c->u + 128 * n,
-                           _mm512_or_si512(_mm512_and_si512(l, low4),
-                                           _mm512_slli_epi16(_mm512_and_si512(hd, low2), 4)));
-        _mm512_store_si512(c->u + 128 * n + 64,
-                           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
-                                           _mm512_and_si512(hd, _mm512_set1_epi8(0x30))));
-      }
+      __m512i w[4];
+      nk_q6_k_values(blk, w);
+      for (int p = 0; p < 4; p++) _mm512_store_si512(c->u + 64 * p, w[p]);
       const __m512 s = _mm512_mul_ps(
           _mm512_set1_ps(nk_f16_at(blk + 208)),
           _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 192)))));

@@ -161,8 +161,6 @@ static inline __attribute__((always_inline)) void q6k_row(const nk_mm *mm, const
                                                           int64_t r, int64_t t0, const int nt) {
   const int64_t kp = mm->kp, nsb = mm->cols / 256;
   const uint8_t *row = mm->w + r * mm->row_bytes;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(0x03);
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
   __m512 acc[4];
 #pragma GCC unroll 4
   for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
@@ -174,17 +172,7 @@ static inline __attribute__((always_inline)) void q6k_row(const nk_mm *mm, const
     const __m512i s23 = _mm512_permutexvar_epi16(ix[1], _mm512_castsi256_si512(sc));
     const float d = nk_f16_at(blk + 208);
     __m512i w[4];
-#pragma GCC unroll 2
-    for (int n = 0; n < 2; n++) {
-      const __m512i l = _mm512_loadu_si512(blk + 64 * n);
-      const __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * n));
-      const __m512i hd = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
-      /* (l & 0x0F) | ((hd & 3) << 4), then (l >> 4 & 0x0F) | (hd & 0x30) */
-      w[2 * n] = _mm512_ternarylogic_epi32(
-          l, low4, _mm512_slli_epi16(_mm512_and_si512(hd, low2), 4), 0xEA);
-      w[2 * n + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), low4,
-                                               _mm512_and_si512(hd, bits45), 0xEA);
-    }
+    nk_q6_k_values(blk, w);
 #pragma GCC unroll 4
     for (int j = 0; j < nt; j++) {
       const int64_t t = t0 + j;
