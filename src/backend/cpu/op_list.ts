@@ -122,16 +122,22 @@ export class OpList {
     return address(p);
   }
 
-  /** Copies the first n values of `a` into the list; returns their offset there. */
-  #copyInts(a: Int32Array, n: number): number {
+  /** Room for n more integers in the list; returns their offset there. */
+  #reserveInts(n: number): number {
     if (this.#nInts + n > this.#ints.length) {
       const grown = new Int32Array(2 * (this.#nInts + n));
       grown.set(this.#ints.subarray(0, this.#nInts));
       this.#ints = grown;
     }
     const at = this.#nInts;
-    this.#ints.set(n === a.length ? a : a.subarray(0, n), at);
     this.#nInts = at + n;
+    return at;
+  }
+
+  /** Copies the first n values of `a` into the list; returns their offset there. */
+  #copyInts(a: Int32Array, n: number): number {
+    const at = this.#reserveInts(n);
+    this.#ints.set(n === a.length ? a : a.subarray(0, n), at);
     return at;
   }
 
@@ -349,10 +355,12 @@ export class OpList {
     positions: Int32Array,
     rows: number,
   ): [number, number, number, number] {
-    const triples = Int32Array.from(
-      sequences.flatMap((s) => [s.rowStart, s.rowCount, s.blockTable.length]),
-    );
-    const seqs = this.#copyInts(triples, triples.length);
+    const seqs = this.#reserveInts(3 * sequences.length);
+    sequences.forEach((s, i) => {
+      this.#ints[seqs + 3 * i] = s.rowStart;
+      this.#ints[seqs + 3 * i + 1] = s.rowCount;
+      this.#ints[seqs + 3 * i + 2] = s.blockTable.length;
+    });
     const tables = this.#nInts;
     for (const s of sequences) this.#copyInts(s.blockTable, s.blockTable.length);
     return [sequences.length, seqs, tables, this.#copyInts(positions, rows)];
