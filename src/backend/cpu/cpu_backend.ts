@@ -21,6 +21,7 @@ import {
   type Weight,
   type WeightSource,
 } from "../backend.ts";
+import { log } from "../../common/log.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import {
   CpuKernels,
@@ -132,6 +133,12 @@ export class CpuBackend implements Backend {
         // Pages are prefetched ahead only on small pages; on huge ones that costs more.
         this.pool.pagePrefetch = !huge;
         this.#pagesKnown = true;
+        if (!huge) {
+          log.info("weights read in place sit on 4 KiB pages: decode runs 10-20% slower", {
+            why: "the page cache holds the model file in small folios (written by small writes)",
+            fix: "drop the page cache (echo 1 > /proc/sys/vm/drop_caches) or set mmap = false",
+          });
+        }
       }
     }
     const pointer = inPlace ? source.pointer : this.#weights.place(source.bytes.subarray(0, bytes));
