@@ -23,6 +23,7 @@ enum {
   OP_ATTENTION = 6,
   OP_SILU_MUL = 7,
   OP_ADD = 8,
+  OP_GATHER_ROWS = 9,
 };
 
 #define HEADER 2
@@ -55,6 +56,15 @@ static int32_t run_matmul(nk_pool *pool, const double *a, int64_t words) {
   return nk_matmul_many(pool, (int32_t)n, types, ws, rows, i64(a[1]), ptr(a[2]), i64(a[3]), ys);
 }
 
+/* out[i] = a[rows[i]], rows of `cols` floats: the rows a step wants logits of. The binding
+ * checks the row indices when it records the op. */
+static int32_t gather_rows(float *out, const float *a, int64_t cols, const int32_t *rows,
+                           int64_t n) {
+  if (!out || !a || cols <= 0 || n < 0) return NK_EINVAL;
+  for (int64_t i = 0; i < n; i++) memmove(out + i * cols, a + rows[i] * cols, (size_t)cols * 4);
+  return NK_OK;
+}
+
 /* Arguments of each fixed-size op, the header excluded. */
 static int64_t fixed_words(int32_t code) {
   switch (code) {
@@ -65,6 +75,7 @@ static int64_t fixed_words(int32_t code) {
     case OP_ATTENTION: return 14;
     case OP_SILU_MUL: return 4;
     case OP_ADD: return 4;
+    case OP_GATHER_ROWS: return 5;
     default: return -1;
   }
 }
@@ -92,6 +103,8 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
                           ints + i64(a[9]), i64(a[10]), i64(a[11]), i64(a[12]), (float)a[13]);
     case OP_SILU_MUL: return nk_silu_mul(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
     case OP_ADD: return nk_add(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
+    case OP_GATHER_ROWS:
+      return gather_rows(ptr(a[0]), ptr(a[1]), i64(a[2]), ints + i64(a[3]), i64(a[4]));
     default: return NK_EINVAL;
   }
 }

@@ -80,6 +80,14 @@ export interface StepLayout {
   sequences: SequenceSlice[];
 }
 
+/** The integers of a step: what changes between steps of the same shape. */
+export interface StepInputs {
+  ids: Int32Array;
+  positions: Int32Array;
+  sequences: readonly SequenceSlice[];
+  logitRows: Int32Array;
+}
+
 export interface AttentionShape {
   nHeads: number;
   nKvHeads: number;
@@ -186,6 +194,18 @@ export interface Backend {
    * then left half done, to be computed again.
    */
   synchronize?(interrupt?: StepInterrupt): boolean;
+
+  /**
+   * Optional step replay, for backends whose cost of recording a step's ops is worth
+   * saving (the CPU's op list). A model calls `replayStep` first: true means the ops of the
+   * last step recorded under `key` are queued again with `inputs`' integers, and the step
+   * is done. Otherwise it brackets its ops with `beginStep` and `endStep`, and the backend
+   * may keep them for the next step of that key. The key must name everything the ops
+   * depend on apart from `inputs`: the buffers and shapes they use.
+   */
+  replayStep?(key: string, inputs: StepInputs): boolean;
+  beginStep?(key: string, inputs: StepInputs): void;
+  endStep?(): void;
 
   /** Rotary embedding, NeoX layout, in place on every head of every row at its position. */
   ropeNeox(

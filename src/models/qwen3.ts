@@ -74,6 +74,20 @@ export function readQwen3Hparams(file: GgufFile): Qwen3Hparams {
   };
 }
 
+let nextWorkspaceId = 0;
+let nextCacheId = 0;
+const cacheIds = new WeakMap<KvCache, number>();
+
+/** A number naming `cache` in step keys. */
+function cacheId(cache: KvCache): number {
+  let id = cacheIds.get(cache);
+  if (id === undefined) {
+    id = nextCacheId++;
+    cacheIds.set(cache, id);
+  }
+  return id;
+}
+
 interface LayerWeights {
   attnNorm: Weight;
   wq: Weight;
@@ -90,6 +104,8 @@ interface LayerWeights {
 
 /** Scratch activations for steps of up to `tokens` rows and `logitRows` logits rows. */
 interface Workspace {
+  /** Unique among every model's workspaces: it names these buffers in step keys. */
+  id: number;
   tokens: number;
   logitRows: number;
   x: Activation;
@@ -202,10 +218,30 @@ export class Qwen3Model {
    * list is empty).
    */
   forward(ids: Int32Array, layout: StepLayout, cache: KvCache, logitRows: Int32Array): Activation {
+    const be = this.backend;
+    const ws = this.#workspaceFor(ids.length, logitRows.length);
+    const logits = be.rowsOf(ws.logits, logitRows.length);
+    const key = this.#stepKey(ws, cache, layout, logitRows);
+    const inputs = { ids, positions: layout.positions, sequences: layout.sequences, logitRows };
+    if (be.replayStep?.(key, inputs)) return logits;
+    be.beginStep?.(key, inputs);
+    this.#record(ids, layout, cache, logitRows, ws, logits);
+    be.endStep?.();
+    return logits;
+  }
+
+  /** The step's ops, recorded through the backend; the logits land in `logits`. */
+  #record(
+    ids: Int32Array,
+    layout: StepLayout,
+    cache: KvCache,
+    logitRows: Int32Array,
+    ws: Workspace,
+    logits: Activation,
+  ): void {
     const hp = this.hparams;
     const { nHeads, nKvHeads } = this.local;
     const be = this.backend;
-    const ws = this.#workspaceFor(ids.length, logitRows.length);
     const n = ids.length;
     const rows = (a: Activation): Activation => be.rowsOf(a, n);
     const [x, xn, q, k, v, attn, proj, gate, up] = [
@@ -248,14 +284,19 @@ export class Qwen3Model {
       be.add(x, x, proj);
     });
 
-    const logits = be.rowsOf(ws.logits, logitRows.length);
     // A step that only advances prompts (chunked prefill) needs no output head.
-    if (logitRows.length === 0) return logits;
+    if (logitRows.length === 0) return;
     const last = be.rowsOf(ws.last, logitRows.length);
     be.gatherRows(last, x, logitRows);
     be.rmsNorm(last, last, this.outputNorm, hp.nEmbd, hp.rmsEps);
     be.matmul(logits, this.output, last);
-    return logits;
+  }
+
+  /** What a step's ops depend on besides its integers: this workspace and cache, and the
+   * shapes of the batch (rows per sequence, table lengths, logit rows). */
+  #stepKey(ws: Workspace, cache: KvCache, layout: StepLayout, logitRows: Int32Array): string {
+    const seqs = layout.sequences.map((s) => `${s.rowStart}.${s.rowCount}.${s.blockTable.length}`);
+    return `${ws.id}|${cacheId(cache)}|${layout.positions.length}|${logitRows.length}|${seqs}`;
   }
 
   /** outs[i] = ws[i] · x, in one backend call where the backend can share the work. */
@@ -286,6 +327,7 @@ export class Qwen3Model {
     const qDim = this.local.nHeads * hp.headDim;
     const kvDim = this.local.nKvHeads * hp.headDim;
     this.#workspace = {
+      id: nextWorkspaceId++,
       tokens: t,
       logitRows: lr,
       x: be.activation(t, hp.nEmbd),
@@ -304,7 +346,7 @@ export class Qwen3Model {
   }
 
   #freeWorkspace(ws: Workspace): void {
-    const { tokens: _t, logitRows: _l, ...acts } = ws;
+    const { id: _i, tokens: _t, logitRows: _l, ...acts } = ws;
     for (const a of Object.values(acts)) this.backend.free(a);
   }
 

@@ -4,7 +4,8 @@
  * why), activations and the KV cache live in native memory, and the ops run on a thread
  * pool owned by this backend (one per model). Ops are recorded in the pool's op list (their
  * arguments checked then) and run in one FFI call when something reads native memory
- * back: read, argmaxRows, gatherRows, allReduce, or freeing an activation they may use.
+ * back: read, argmaxRows, allReduce, or freeing an activation they may use. A decode
+ * step's list is kept and replayed by the next step of its shape (step_template.ts).
  */
 
 import {
@@ -16,6 +17,7 @@ import {
   type KvCacheSpec,
   kvCopyProblem,
   kvRowBytes,
+  type StepInputs,
   type StepInterrupt,
   type StepLayout,
   type Weight,
@@ -302,13 +304,20 @@ export class CpuBackend implements Backend {
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {
-    this.pool.queue.flush();
     const src = act(a);
-    const dst = act(out).buffer.f32();
-    const all = src.buffer.f32();
-    for (let i = 0; i < rows.length; i++) {
-      dst.set(all.subarray(rows[i] * src.cols, (rows[i] + 1) * src.cols), i * src.cols);
-    }
+    this.pool.queue.gatherRows(act(out).pointer, src.pointer, src.rows, src.cols, rows);
+  }
+
+  replayStep(key: string, inputs: StepInputs): boolean {
+    return this.pool.queue.replayStep(key, inputs);
+  }
+
+  beginStep(key: string, inputs: StepInputs): void {
+    this.pool.queue.beginStep(key, inputs);
+  }
+
+  endStep(): void {
+    this.pool.queue.endStep();
   }
 
   allReduce(a: Activation, group: Collective): void {

@@ -1,0 +1,89 @@
+/**
+ * Recorded steps kept for replay. Recording a decode step op by op costs the JavaScript
+ * thread 0.5-1 ms while the pool's threads wait (about 5% of a Qwen3-0.6B token on two
+ * cores), yet consecutive decode steps of the same shape record the same words: the same
+ * weights, activations and cache, with only their integers (token ids, positions, block
+ * tables, logit rows) changed. A template keeps a step's words and where each of its
+ * integers came from, so the next step of that shape writes its own integers into the
+ * same places and runs the list without recording it.
+ */
+
+import type { StepInputs } from "../backend.ts";
+import type { KvSequence } from "./kv_layout.ts";
+
+/** Where a run of a template's integers comes from. */
+type IntSource =
+  | { kind: "ids" | "logitRows" }
+  | { kind: "positions"; n: number }
+  | { kind: "table"; seq: number }
+  | { kind: "sequences" };
+
+export interface StepTemplate {
+  readonly words: Float64Array;
+  readonly names: readonly string[];
+  readonly sources: readonly IntSource[];
+  readonly nInts: number;
+}
+
+/** The integers of a step being recorded, traced to the step's inputs. */
+export class IntTrace {
+  readonly sources: IntSource[] = [];
+  /** False once an integer came from anything but the step's inputs. */
+  replayable = true;
+
+  constructor(readonly inputs: StepInputs) {}
+
+  /** The first n values of `a` were copied into the list. */
+  copied(a: Int32Array, n: number): void {
+    const { ids, positions, sequences, logitRows } = this.inputs;
+    if (a === ids && n === ids.length) this.sources.push({ kind: "ids" });
+    else if (a === logitRows && n === logitRows.length) this.sources.push({ kind: "logitRows" });
+    else if (a === positions) this.sources.push({ kind: "positions", n });
+    else {
+      const seq = sequences.findIndex((s) => s.blockTable === a);
+      if (seq >= 0 && n === a.length) this.sources.push({ kind: "table", seq });
+      else this.replayable = false;
+    }
+  }
+
+  /** The (row start, row count, table length) triples of `sequences` were written. */
+  sequencesWritten(sequences: readonly KvSequence[]): void {
+    if (sequences === this.inputs.sequences) this.sources.push({ kind: "sequences" });
+    else this.replayable = false;
+  }
+}
+
+/** Writes a new step's integers where the template's came from; returns how many, or -1
+ * when the step does not fit the template (then it must be recorded). */
+export function fillInts(t: StepTemplate, s: StepInputs, into: Int32Array): number {
+  let at = 0;
+  const put = (a: Int32Array | readonly number[], n: number) => {
+    for (let i = 0; i < n; i++) into[at + i] = a[i];
+    at += n;
+  };
+  for (const src of t.sources) {
+    switch (src.kind) {
+      case "ids":
+        put(s.ids, s.ids.length);
+        break;
+      case "logitRows":
+        put(s.logitRows, s.logitRows.length);
+        break;
+      case "positions":
+        if (s.positions.length < src.n) return -1;
+        put(s.positions, src.n);
+        break;
+      case "table": {
+        const table = s.sequences[src.seq]?.blockTable;
+        if (table === undefined) return -1;
+        put(table, table.length);
+        break;
+      }
+      case "sequences":
+        for (const q of s.sequences) put([q.rowStart, q.rowCount, q.blockTable.length], 3);
+        break;
+    }
+    if (at > into.length) return -1;
+  }
+  return at === t.nInts ? at : -1;
+}
