@@ -4,7 +4,7 @@
  * all weights once per token, and on 4 KiB pages a streaming core loses time to a page walk
  * every 4 KiB (dearer still under virtualization; the kernels' page prefetching hides most
  * of it, nk_internal.h). A mapping is on 2 MiB pages only where the page cache holds the
- * file in 2 MiB folios (huge_pages.ts); this arena always is. Measured on a 2-core VM with
+ * file in 2 MiB folios (common/huge_pages.ts); this arena always is. Measured on a 2-core VM with
  * a file cached in small folios, Q8_0 decode ran 36 tok/s from the mapping and 42 tok/s
  * from this copy; with huge folios, both run alike. The copy costs one pass over the file
  * at load and anonymous memory the size of the weights (the file's page cache stays

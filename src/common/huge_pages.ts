@@ -1,11 +1,12 @@
 /**
- * Whether weights read in place sit on huge pages. A file mapping gets a 2 MiB page
- * wherever the page cache holds the file in 2 MiB folios: files neuron writes itself
- * (common/block_buffer.ts) and files first read through its mapping (gguf/source.ts advises
- * huge pages). A file cached from small writes (just copied in with cp, say) keeps 4 KiB
- * pages until the cache drops it. The kernels prefetch differently on each
- * (nk_pool_set_page_prefetch), so the backend asks: it faults in a few 2 MiB-aligned
- * samples of the weights and reads from /proc/self/smaps how the kernel mapped them.
+ * Whether memory is mapped with huge pages. A file mapping gets a 2 MiB page wherever the
+ * page cache holds the file in 2 MiB folios: files neuron writes itself (block_buffer.ts)
+ * and files first read through its mapping (gguf/source.ts advises huge pages). A file
+ * cached from small writes (just copied in with cp, say) keeps 4 KiB pages until the cache
+ * drops it. Weights streamed from 4 KiB pages decode 10-20% slower, so the GGUF reader
+ * re-caches such a file and the CPU backend picks its prefetch distances by what it finds
+ * (nk_pool_set_page_prefetch). Both ask here: a few 2 MiB-aligned samples are faulted in
+ * and /proc/self/smaps says how the kernel mapped them.
  */
 
 const HUGE_PAGE = 2 << 20;
@@ -30,11 +31,11 @@ export function hugeMappedBytes(smaps: string, address: bigint): number | null {
 }
 
 /**
- * True when the weights at `pointer` (`bytes` long) are mapped mostly with huge pages, false
- * when mostly with small ones, null when that cannot be told (no whole huge page in the range, no
- * /proc).
+ * The share (0 to 1) of 8 samples of [pointer, pointer + bytes), one per 2 MiB spread
+ * over the range, that the kernel mapped with huge pages; null when that cannot be told
+ * (no whole huge page in the range, no /proc). Faults the samples in.
  */
-export function onHugePages(pointer: Deno.PointerObject, bytes: number): boolean | null {
+export function hugePageShare(pointer: Deno.PointerObject, bytes: number): number | null {
   const start = Deno.UnsafePointer.value(pointer);
   const first = (start + BigInt(HUGE_PAGE - 1)) & ~BigInt(HUGE_PAGE - 1);
   const pages = Math.floor((Number(start - first) + bytes) / HUGE_PAGE);
@@ -51,7 +52,7 @@ export function onHugePages(pointer: Deno.PointerObject, bytes: number): boolean
   } catch {
     return null;
   }
+  // The whole mapping's count: pages faulted earlier elsewhere in it count too.
   const huge = hugeMappedBytes(smaps, start);
-  // The majority decides: reclaim may have split a few of a file's folios.
-  return huge === null ? null : 2 * huge >= samples * HUGE_PAGE;
+  return huge === null ? null : Math.min(1, huge / (samples * HUGE_PAGE));
 }
