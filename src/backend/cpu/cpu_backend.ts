@@ -107,7 +107,7 @@ export class CpuBackend implements Backend {
   readonly #owned = new Set<NativeBuffer>();
   readonly #weights: WeightArena;
   readonly #mmap: boolean;
-  /** Whether the pages under weights read in place have been looked at (huge_pages.ts). */
+  /** Whether the pages under weights read in place have been looked at (common/huge_pages.ts). */
   #pagesKnown = false;
 
   constructor(options: CpuBackendOptions) {
