@@ -2,14 +2,16 @@
  * Step replay (backend.ts replayStep, cpu/step_template.ts): decode steps replayed from
  * the template of an earlier step of the same shape give bit-identical logits to the same
  * steps recorded op by op, for one sequence and for two sequences sharing steps, and a
- * step of a new shape (another table length, another batch) is recorded, not replayed.
+ * step of a new shape (another table length, another batch) is recorded, not replayed. A
+ * replayed step's integers get the checks recording gives them.
  */
 
-import { assertEquals } from "../support/assert.ts";
+import { assertEquals, assertThrows } from "../support/assert.ts";
 import { fixture } from "../fixtures.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { Qwen3Model } from "../../src/models/qwen3.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
+import { CpuKernelError } from "../../src/backend/cpu/errors.ts";
 import type { KvCache, StepInputs, StepLayout } from "../../src/backend/backend.ts";
 
 const BLOCK = 4;
@@ -79,4 +81,37 @@ Deno.test("step replay: replayed decode steps equal recorded ones bit for bit", 
   assertEquals(replayed.replayed, 7);
   assertEquals(replayed.logits.length, recorded.logits.length);
   replayed.logits.forEach((l, i) => assertEquals(l, recorded.logits[i], `step ${i}`));
+});
+
+Deno.test("step replay: a replayed step's block ids are checked as a recorded one's are", () => {
+  const file = openGguf(fixture("qwen3-tiny-q8_0.gguf"));
+  const backend = new CpuBackend({ threads: 1 });
+  const model = Qwen3Model.load(file, backend);
+  const hp = model.hparams;
+  const cache = backend.createKvCache({
+    nLayers: hp.nLayers,
+    nKvHeads: hp.nKvHeads,
+    headDim: hp.headDim,
+    blockSize: BLOCK,
+    nBlocks: 8,
+    dtype: "f16",
+  });
+  const step = (table: number[]) => {
+    const layout: StepLayout = {
+      positions: Int32Array.of(1),
+      sequences: [{ rowStart: 0, rowCount: 1, blockTable: Int32Array.from(table) }],
+    };
+    backend.read(model.forward(Int32Array.of(5), layout, cache, Int32Array.of(0)));
+  };
+  try {
+    step([0]);
+    step([3]);
+    assertThrows(() => step([8]), CpuKernelError);
+    // Rejected before it ran, and the list is left usable.
+    step([2]);
+  } finally {
+    model.close();
+    backend.close();
+    file.close();
+  }
 });

@@ -20,6 +20,14 @@ export const MATMUL_MANY_MAX = 8;
 const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4, OP_KV_STORE = 5;
 const OP_ATTENTION = 6, OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9;
 
+function checkRows(rows: Int32Array, aRows: number): void {
+  for (const r of rows) {
+    if (!(r >= 0 && r < aRows)) {
+      throw new CpuKernelError("cpu_kernel_invalid", `gatherRows: row ${r} of ${aRows}`);
+    }
+  }
+}
+
 export class OpList extends OpRecord {
   getRows(
     type: number,
@@ -223,6 +231,7 @@ export class OpList extends OpRecord {
     positions: Int32Array,
   ): [number, number, number] {
     const rows = checkSequences(op, l, sequences, positions);
+    this.traceCheck(l, (s) => checkSequences(op, l, s.sequences, s.positions));
     const bytes = kvCacheBytes(l);
     return [rows, this.addr(op, "kCache", kCache, bytes), this.addr(op, "vCache", vCache, bytes)];
   }
@@ -243,11 +252,8 @@ export class OpList extends OpRecord {
   /** out[i] = row rows[i] of a ([aRows][cols] f32), for i < rows.length. */
   gatherRows(out: Operand, a: Operand, aRows: number, cols: number, rows: Int32Array): void {
     checkDims("gatherRows", { aRows, cols });
-    for (const r of rows) {
-      if (!(r >= 0 && r < aRows)) {
-        throw new CpuKernelError("cpu_kernel_invalid", `gatherRows: row ${r} of ${aRows}`);
-      }
-    }
+    checkRows(rows, aRows);
+    this.traceCheck(`rows of ${aRows}`, (s) => checkRows(s.logitRows, aRows));
     if (rows.length === 0) return;
     const pOut = this.addr("gatherRows", "out", out, 4 * cols * rows.length);
     const pA = this.addr("gatherRows", "a", a, 4 * cols * aRows);

@@ -10,7 +10,7 @@ import type { KvSequence } from "./kv_layout.ts";
 import type { CpuSymbols } from "./library.ts";
 import type { StepInputs, StepInterrupt } from "../backend.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
-import { fillInts, IntTrace, type StepTemplate } from "./step_template.ts";
+import { fillInts, type IntCheck, IntTrace, type StepTemplate } from "./step_template.ts";
 
 /** nk_run_ops stopped by its interrupt word. */
 const NK_EINTERRUPTED = -4;
@@ -126,6 +126,7 @@ export class OpRecord {
       words: this.#words.slice(0, this.#nWords),
       names: this.#names.slice(),
       sources: trace.sources,
+      checks: [...trace.checks.values()],
       nInts: this.#nInts,
     });
   }
@@ -135,6 +136,9 @@ export class OpRecord {
   replayStep(key: string, inputs: StepInputs): boolean {
     const t = this.#templates.get(key);
     if (t === undefined || this.#names.length > 0) return false;
+    // The checks recording makes (block ids within the cache, logit rows within the
+    // step): a replayed step's integers reach the kernels unchecked otherwise.
+    for (const check of t.checks) check(inputs);
     if (this.#ints.length < t.nInts) this.#ints = new Int32Array(2 * t.nInts);
     if (fillInts(t, inputs, this.#ints) < 0) return false;
     if (this.#words.length < t.words.length) this.#words = new Float64Array(2 * t.words.length);
@@ -199,6 +203,11 @@ export class OpRecord {
       this.#ints[at + 3 * i + 2] = s.blockTable.length;
     });
     return at;
+  }
+
+  /** Registers, once per `what`, a check of the step's integers that a replay repeats. */
+  protected traceCheck(what: unknown, check: IntCheck): void {
+    if (this.#trace !== null && !this.#trace.checks.has(what)) this.#trace.checks.set(what, check);
   }
 
   /** Keeps a typed-array operand alive until the list runs. */

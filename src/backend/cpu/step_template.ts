@@ -18,16 +18,22 @@ type IntSource =
   | { kind: "table"; seq: number }
   | { kind: "sequences" };
 
+/** A check recording ran on the step's integers, run again on a replayed step's. */
+export type IntCheck = (inputs: StepInputs) => void;
+
 export interface StepTemplate {
   readonly words: Float64Array;
   readonly names: readonly string[];
   readonly sources: readonly IntSource[];
+  readonly checks: readonly IntCheck[];
   readonly nInts: number;
 }
 
 /** The integers of a step being recorded, traced to the step's inputs. */
 export class IntTrace {
   readonly sources: IntSource[] = [];
+  /** Keyed by what they check (a cache layout, a row count), so each runs once. */
+  readonly checks = new Map<unknown, IntCheck>();
   /** False once an integer came from anything but the step's inputs. */
   replayable = true;
 
