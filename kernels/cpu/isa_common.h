@@ -47,6 +47,27 @@ void NK_FN(nk_f16_store)(uint16_t *dst, const float *src, int64_t n);
 void NK_FN(nk_argmax_span)(const float *x, int64_t n, float *best, int64_t *at);
 double NK_FN(nk_read_sum)(const float *p, int64_t n);
 
+/* Activation quantization's arithmetic, for every block size (32, and 256 for K-quants)
+ * and level, so that they all compute the same ints: scale d = amax / 127, q = x / d
+ * rounded half away from zero. */
+static inline float nk_act_inverse(float d) {
+  return d != 0.0f ? 1.0f / d : 0.0f;
+}
+
+static inline int8_t nk_act_round(float x, float id) {
+  const float v = x * id;
+  return (int8_t)(int32_t)(v + (v >= 0.0f ? 0.5f : -0.5f));
+}
+
+#if defined(__AVX512F__)
+/* nk_act_round on sixteen lanes, as int32. */
+static inline __m512i nk_act_round16(__m512 x, __m512 id) {
+  const __m512 v = _mm512_mul_ps(x, id), half = _mm512_set1_ps(0.5f);
+  const __mmask16 ge = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ);
+  return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_mask_blend_ps(ge, -half, half)));
+}
+#endif
+
 /* One f16 to f32 with this level's instructions. */
 static inline float nk_f16(uint16_t h) {
 #if defined(__F16C__)

@@ -3,8 +3,7 @@
  * (nk_qact's per-256 form, ggml's Q8_K). One scale per super-block is what lets the
  * integer kernels (kern_avx512_q8k.c) add a super-block's sub-block products in int32 and
  * convert once; llama.cpp's K-quant dot products take the same form. The arithmetic is
- * quantize_act's (isa_unpack.c): scale amax / 127, round half away from zero, and the
- * AVX-512 loop does exactly the portable one's operations, so every level quantizes alike.
+ * quantize_act's (nk_act_round, isa_common.h), so every level quantizes alike.
  */
 #include "isa_common.h"
 
@@ -41,11 +40,8 @@ static float quantize_block_portable(const float *x, int64_t n, int8_t *q, int32
     amax = amax > a ? amax : a;
   }
   const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int64_t i = 0; i < 256; i++) {
-    const float v = i < n ? x[i] * id : 0.0f;
-    q[i] = (int8_t)(int32_t)(v + (v >= 0.0f ? 0.5f : -0.5f));
-  }
+  const float id = nk_act_inverse(d);
+  for (int64_t i = 0; i < 256; i++) q[i] = i < n ? nk_act_round(x[i], id) : 0;
   for (int g = 0; g < 16; g++) {
     sums[g] = 0;
     for (int i = 0; i < 16; i++) sums[g] += q[16 * g + i];
@@ -62,13 +58,9 @@ static float quantize_block_avx512(const float *x, int8_t *q, int32_t *sums) {
     amax = _mm512_max_ps(amax, _mm512_abs_ps(v[g]));
   }
   const float d = _mm512_reduce_max_ps(amax) / 127.0f;
-  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-  const __m512 half = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
+  const __m512 id = _mm512_set1_ps(nk_act_inverse(d));
   for (int g = 0; g < 16; g++) {
-    const __m512 s = _mm512_mul_ps(v[g], id);
-    const __m512 r =
-        _mm512_add_ps(s, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(s, zero, _CMP_GE_OQ), -half, half));
-    const __m512i qi = _mm512_cvttps_epi32(r);
+    const __m512i qi = nk_act_round16(v[g], id);
     _mm_storeu_si128((__m128i *)(q + 16 * g), _mm512_cvtepi32_epi8(qi));
     sums[g] = _mm512_reduce_add_epi32(qi);
   }

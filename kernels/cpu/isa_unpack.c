@@ -14,14 +14,8 @@ static inline void quantize_block(const float *xb, int8_t *qb, float *d16, float
   const __m512 a = _mm512_loadu_ps(xb), b = _mm512_loadu_ps(xb + 16);
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
   const float d = amax / 127.0f;
-  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-  const __m512 half = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
-  const __m512 va = _mm512_mul_ps(a, id), vb = _mm512_mul_ps(b, id);
-  const __m512 ra = _mm512_add_ps(
-      va, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(va, zero, _CMP_GE_OQ), -half, half));
-  const __m512 rb = _mm512_add_ps(
-      vb, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(vb, zero, _CMP_GE_OQ), -half, half));
-  const __m512i qa = _mm512_cvttps_epi32(ra), qv = _mm512_cvttps_epi32(rb);
+  const __m512 id = _mm512_set1_ps(nk_act_inverse(d));
+  const __m512i qa = nk_act_round16(a, id), qv = nk_act_round16(b, id);
   _mm_storeu_si128((__m128i *)qb, _mm512_cvtepi32_epi8(qa));
   _mm_storeu_si128((__m128i *)(qb + 16), _mm512_cvtepi32_epi8(qv));
   const float lo = d * (float)_mm512_reduce_add_epi32(qa);
@@ -42,12 +36,9 @@ static inline void quantize_block(const float *xb, int8_t *qb, float *d16, float
   float amax = 0.0f;
   for (int i = 0; i < 16; i++) amax = amax > lanes[i] ? amax : lanes[i];
   const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float id = nk_act_inverse(d);
   int32_t sum_lo = 0, sum_hi = 0;
-  for (int i = 0; i < 32; i++) {
-    const float v = xb[i] * id;
-    qb[i] = (int8_t)(int32_t)(v + (v >= 0.0f ? 0.5f : -0.5f));
-  }
+  for (int i = 0; i < 32; i++) qb[i] = nk_act_round(xb[i], id);
   for (int i = 0; i < 16; i++) {
     sum_lo += qb[i];
     sum_hi += qb[i + 16];

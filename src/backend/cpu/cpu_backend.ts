@@ -23,6 +23,7 @@ import {
   type Weight,
   type WeightSource,
 } from "../backend.ts";
+import { hugePageShare } from "../../common/huge_pages.ts";
 import { log } from "../../common/log.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import {
@@ -36,7 +37,6 @@ import {
   type Pool,
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
-import { hugePageShare } from "../../common/huge_pages.ts";
 import { WeightArena } from "./weight_arena.ts";
 
 class CpuWeight implements Weight {

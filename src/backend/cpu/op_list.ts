@@ -29,6 +29,7 @@ function checkRows(rows: Int32Array, aRows: number): void {
 }
 
 export class OpList extends OpRecord {
+  /** out[i] = row ids[i] of a [nRows][cols] table of `type`, as f32 (embedding lookup). */
   getRows(
     type: number,
     table: Operand,

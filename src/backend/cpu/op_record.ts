@@ -10,7 +10,13 @@ import type { KvSequence } from "./kv_layout.ts";
 import type { CpuSymbols } from "./library.ts";
 import type { StepInputs, StepInterrupt } from "../backend.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
-import { fillInts, type IntCheck, IntTrace, type StepTemplate } from "./step_template.ts";
+import {
+  fillInts,
+  type IntCheck,
+  IntTrace,
+  type StepTemplate,
+  writeSequenceTriples,
+} from "./step_template.ts";
 
 /** nk_run_ops stopped by its interrupt word. */
 const NK_EINTERRUPTED = -4;
@@ -191,17 +197,11 @@ export class OpRecord {
     return at;
   }
 
-  /** out[i] = row ids[i] of a [nRows][cols] table of `type`, as f32 (embedding lookup). */
-
   /** Writes each sequence's (row start, row count, table length); returns their offset. */
   protected copySequenceTriples(sequences: readonly KvSequence[]): number {
     const at = this.reserveInts(3 * sequences.length);
     this.#trace?.sequencesWritten(sequences);
-    sequences.forEach((s, i) => {
-      this.#ints[at + 3 * i] = s.rowStart;
-      this.#ints[at + 3 * i + 1] = s.rowCount;
-      this.#ints[at + 3 * i + 2] = s.blockTable.length;
-    });
+    writeSequenceTriples(sequences, this.#ints, at);
     return at;
   }
 

@@ -59,11 +59,25 @@ export class IntTrace {
   }
 }
 
+/** Each sequence's (row start, row count, table length), from `at` on: how the kernels
+ * take a step's sequences. */
+export function writeSequenceTriples(
+  sequences: readonly KvSequence[],
+  into: Int32Array,
+  at: number,
+): void {
+  sequences.forEach((s, i) => {
+    into[at + 3 * i] = s.rowStart;
+    into[at + 3 * i + 1] = s.rowCount;
+    into[at + 3 * i + 2] = s.blockTable.length;
+  });
+}
+
 /** Writes a new step's integers where the template's came from; returns how many, or -1
  * when the step does not fit the template (then it must be recorded). */
 export function fillInts(t: StepTemplate, s: StepInputs, into: Int32Array): number {
   let at = 0;
-  const put = (a: Int32Array | readonly number[], n: number) => {
+  const put = (a: Int32Array, n: number) => {
     for (let i = 0; i < n; i++) into[at + i] = a[i];
     at += n;
   };
@@ -86,7 +100,8 @@ export function fillInts(t: StepTemplate, s: StepInputs, into: Int32Array): numb
         break;
       }
       case "sequences":
-        for (const q of s.sequences) put([q.rowStart, q.rowCount, q.blockTable.length], 3);
+        writeSequenceTriples(s.sequences, into, at);
+        at += 3 * s.sequences.length;
         break;
     }
     if (at > into.length) return -1;
