@@ -116,7 +116,7 @@ export const benchCommand: Command = {
     const mmap = values.mmap !== "0";
     const path = modelPath(values);
 
-    const file = openGguf(path);
+    const file = openGguf(path, { populate: true });
     const backend = createBackend(device, { threads, mmap });
     const maxTokens = Math.max(...prompts, ...gens) + 16;
     const bench = ModelBench.load(file, backend, maxTokens);

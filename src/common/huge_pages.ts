@@ -5,8 +5,9 @@
  * cached from small writes (just copied in with cp, say) keeps 4 KiB pages until the cache
  * drops it. Weights streamed from 4 KiB pages decode 10-20% slower, so the GGUF reader
  * re-caches such a file and the CPU backend picks its prefetch distances by what it finds
- * (nk_pool_set_page_prefetch). Both ask here: a few 2 MiB-aligned samples are faulted in
- * and /proc/self/smaps says how the kernel mapped them.
+ * (nk_pool_set_page_prefetch). Both ask /proc/self/smaps how the kernel mapped them: the
+ * reader about its whole mapping once populated, the backend about a few 2 MiB-aligned
+ * samples it faults in.
  */
 
 const HUGE_PAGE = 2 << 20;
@@ -36,23 +37,43 @@ export function hugeMappedBytes(smaps: string, address: bigint): number | null {
  * (no whole huge page in the range, no /proc). Faults the samples in.
  */
 export function hugePageShare(pointer: Deno.PointerObject, bytes: number): number | null {
-  const start = Deno.UnsafePointer.value(pointer);
-  const first = (start + BigInt(HUGE_PAGE - 1)) & ~BigInt(HUGE_PAGE - 1);
-  const pages = Math.floor((Number(start - first) + bytes) / HUGE_PAGE);
+  const { first, pages } = wholePages(pointer, bytes);
   if (pages < 1) return null;
   const view = new Deno.UnsafePointerView(pointer);
+  const start = Deno.UnsafePointer.value(pointer);
   const samples = Math.min(SAMPLES, pages);
   for (let i = 0; i < samples; i++) {
     const page = Math.floor((i * pages) / samples);
     view.getUint8(Number(first - start) + page * HUGE_PAGE);
   }
-  let smaps: string;
+  // The whole mapping's count: pages faulted earlier elsewhere in it count too.
+  const huge = mappingHugeBytes(start);
+  return huge === null ? null : Math.min(1, huge / (samples * HUGE_PAGE));
+}
+
+/**
+ * The share (0 to 1) of the whole 2 MiB pages of [pointer, pointer + bytes) mapped by huge
+ * pages now, faulting nothing; null when that cannot be told. Counts the whole mapping that
+ * holds `pointer`: meant for a range that is a mapping of its own, already populated.
+ */
+export function mappedHugeShare(pointer: Deno.PointerObject, bytes: number): number | null {
+  const { pages } = wholePages(pointer, bytes);
+  if (pages < 1) return null;
+  const huge = mappingHugeBytes(Deno.UnsafePointer.value(pointer));
+  return huge === null ? null : Math.min(1, huge / (pages * HUGE_PAGE));
+}
+
+/** The first 2 MiB boundary in the range and how many whole huge pages follow it. */
+function wholePages(pointer: Deno.PointerObject, bytes: number): { first: bigint; pages: number } {
+  const start = Deno.UnsafePointer.value(pointer);
+  const first = (start + BigInt(HUGE_PAGE - 1)) & ~BigInt(HUGE_PAGE - 1);
+  return { first, pages: Math.floor((Number(start - first) + bytes) / HUGE_PAGE) };
+}
+
+function mappingHugeBytes(address: bigint): number | null {
   try {
-    smaps = Deno.readTextFileSync("/proc/self/smaps");
+    return hugeMappedBytes(Deno.readTextFileSync("/proc/self/smaps"), address);
   } catch {
     return null;
   }
-  // The whole mapping's count: pages faulted earlier elsewhere in it count too.
-  const huge = hugeMappedBytes(smaps, start);
-  return huge === null ? null : Math.min(1, huge / (samples * HUGE_PAGE));
 }

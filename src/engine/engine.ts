@@ -99,7 +99,7 @@ export class Engine {
 
   /** Opens the model file and builds everything; a failure releases what was built. */
   static open(options: EngineOptions): Engine {
-    const file = openGguf(options.modelPath);
+    const file = openGguf(options.modelPath, { populate: true });
     try {
       const tokenizer = loadTokenizer(file);
       let template: ChatTemplate | null = null;

@@ -15,7 +15,7 @@ export {
   type GgufValue,
 } from "./file.ts";
 export { openGguf, parseGguf, parseGgufBytes } from "./reader.ts";
-export { type ByteSource, memorySource, openSource } from "./source.ts";
+export { type ByteSource, memorySource, openSource, type SourceOptions } from "./source.ts";
 export {
   GgmlType,
   ggmlTypeByName,

@@ -23,7 +23,7 @@ import {
   type GgufScalar,
   type GgufTensorInfo,
 } from "./file.ts";
-import { type ByteSource, memorySource, openSource } from "./source.ts";
+import { type ByteSource, memorySource, openSource, type SourceOptions } from "./source.ts";
 import { ggmlTypeInfo, GGUF_SCALAR_SIZE, GgufValueType, type GgufValueTypeId } from "./types.ts";
 
 /** Arrays nest at most this deep, so a crafted file cannot exhaust the stack. */
@@ -313,7 +313,7 @@ export function parseGguf(source: ByteSource, path?: string): GgufFile {
 }
 
 /** Opens and parses the GGUF file at `path` (memory-mapped unless `mmap` is false). */
-export function openGguf(path: string, options: { mmap?: boolean } = {}): GgufFile {
+export function openGguf(path: string, options: SourceOptions = {}): GgufFile {
   const source = openSource(path, options);
   try {
     return parseGguf(source, path);

@@ -159,7 +159,7 @@ export class TpWorker {
     }
     const { rank, worldSize, cudaDevice } = this.identity;
     const comm = worldSize > 1 ? this.#requireComm() : null;
-    const file = openGguf(req.model_path);
+    const file = openGguf(req.model_path, { populate: true });
     let backend: Backend | null = null;
     try {
       if (req.file_size !== undefined && file.size !== req.file_size) {
