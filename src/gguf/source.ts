@@ -165,12 +165,12 @@ function mapFile(path: string, size: number, options: SourceOptions): ByteSource
     // pages: the CPU kernels stream weights 10-20% faster for the fewer page walks. Files
     // already cached keep the folios they were written or read in (block_buffer.ts).
     c.madvise(base, BigInt(size), MADV_HUGEPAGE);
-    if (
-      options.populate && populate(c, base, size) && size >= RECACHE_MIN_BYTES &&
-      (mappedHugeShare(base, size) ?? 1) < RECACHE_BELOW
-    ) {
-      recache(c, fd, base, size);
-      populate(c, base, size);
+    if (options.populate && populate(c, base, size) && size >= RECACHE_MIN_BYTES) {
+      const share = mappedHugeShare(base, size) ?? 1;
+      if (share < RECACHE_BELOW) {
+        recache(c, fd, base, size, share);
+        populate(c, base, size);
+      }
     }
     return new MappedSource(size, base, c);
   } finally {
@@ -183,9 +183,16 @@ function mapFile(path: string, size: number, options: SourceOptions): ByteSource
  * that populate() reads it again, in 2 MiB folios. Dirty pages (a file just written) are
  * written back first: the kernel drops only clean ones, and keeps pages others map.
  */
-function recache(c: Libc, fd: number, base: Deno.PointerObject, size: number): void {
-  log.info("model file cached on small pages: its first use reads it again into huge pages", {
+function recache(
+  c: Libc,
+  fd: number,
+  base: Deno.PointerObject,
+  size: number,
+  hugeShare: number,
+): void {
+  log.info("model file cached on small pages: reading it again into huge pages", {
     mib: Math.round(size / 2 ** 20),
+    huge_share: Math.round(hugeShare * 1000) / 1000,
   });
   c.fdatasync(fd);
   c.madvise(base, BigInt(size), MADV_DONTNEED);
@@ -219,8 +226,7 @@ function availableMemory(): number {
 }
 
 export interface SourceOptions {
-  /** Read the whole file into memory instead of mapping it (also the fallback when
-   * mapping fails). */
+  /** False: read the whole file into memory instead of mapping it, as when mapping fails. */
   mmap?: boolean;
   /** The caller will read all of the file (it loads the model): map all of it at once,
    * on huge pages (populate()). Otherwise pages come in as they are read. */
