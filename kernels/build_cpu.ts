@@ -1,8 +1,9 @@
 /**
  * Builds the CPU kernel library `kernels/build/libneuron_cpu.so` with gcc (`deno task
  * kernels:cpu`). Nothing depends on the build host's -march: isa_*.c compile once per
- * dispatch level with that level's target flags, kern_<level>[_*].c with its level's flags,
- * the rest for baseline x86-64, and the library picks a level at run time with cpuid.
+ * dispatch level with that level's target flags, kern_<level>[_*].c with its level's flags
+ * (avx512vbmi is a kernel-only level: AVX-512 plus a few kernels), the rest for baseline
+ * x86-64, and the library picks a level at run time with cpuid.
  *
  * Incremental: a hash of every source, header and flag is kept beside the library, and a
  * build whose hash matches does nothing. Concurrent builds (parallel test processes) each
@@ -62,6 +63,13 @@ const LEVEL_FLAGS: Record<string, string[]> = {
   ],
 };
 
+/* Levels that differ from another only in a few kernels: their kern_<level>*.c sources
+ * build with these flags, and no isa_*.c copy is made for them. */
+const KERNEL_LEVEL_FLAGS: Record<string, string[]> = {
+  ...LEVEL_FLAGS,
+  avx512vbmi: [...LEVEL_FLAGS.avx512, "-mavx512vbmi"],
+};
+
 interface CompileJob {
   source: string;
   object: string;
@@ -93,7 +101,7 @@ function jobsFor(sources: string[], objDir: string): CompileJob[] {
         });
       }
     } else if (kern) {
-      const flags = LEVEL_FLAGS[kern[1]];
+      const flags = KERNEL_LEVEL_FLAGS[kern[1]];
       if (!flags) {
         throw new KernelBuildError(
           "kernel_build_failed",
@@ -113,7 +121,7 @@ function jobsFor(sources: string[], objDir: string): CompileJob[] {
 }
 
 async function sourceHash(cc: string, sources: string[], headers: string[]): Promise<string> {
-  const parts: string[] = [cc, JSON.stringify(COMMON_FLAGS), JSON.stringify(LEVEL_FLAGS)];
+  const parts: string[] = [cc, JSON.stringify(COMMON_FLAGS), JSON.stringify(KERNEL_LEVEL_FLAGS)];
   for (const name of [...sources, ...headers]) {
     parts.push(name, Deno.readTextFileSync(`${SOURCE_DIR}${name}`));
   }

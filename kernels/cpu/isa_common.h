@@ -1,7 +1,8 @@
 /*
  * Sources named isa_*.c are compiled once per dispatch level with that level's target
  * flags and NK_ISA_NAME set to scalar, avx2 or avx512; NK_FN(name) gives each copy its own
- * symbols. kern_<level>.c holds the hand-written kernels of one level.
+ * symbols. kern_<level>.c holds the hand-written kernels of one level; avx512vbmi has
+ * only those (kern_avx512vbmi.c) and takes the rest from avx512.
  */
 #ifndef NK_ISA_COMMON_H
 #define NK_ISA_COMMON_H

@@ -8,6 +8,9 @@
  * type has none (the generic chunk path then runs). */
 int nk_qdot_fused_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
 
+/* The AVX-512 level's row kernel, which the VBMI level (kern_avx512vbmi.c) falls back to. */
+void nk_qdot_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+
 /* The same for Q4_K and Q6_K when the activations have their per-256 form
  * (kern_avx512_q8k.c); 0 otherwise. */
 int nk_qdot_q8k_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);

@@ -35,7 +35,7 @@ enum {
 enum { NK_OK = 0, NK_EINVAL = -1, NK_ENOMEM = -2, NK_EUNSUPPORTED = -3, NK_EINTERRUPTED = -4 };
 
 /* Dispatch levels, best last. */
-enum { NK_ISA_SCALAR = 0, NK_ISA_AVX2 = 1, NK_ISA_AVX512 = 2 };
+enum { NK_ISA_SCALAR = 0, NK_ISA_AVX2 = 1, NK_ISA_AVX512 = 2, NK_ISA_AVX512VBMI = 3 };
 
 /* nk_cpu_features() bits. */
 enum {
@@ -51,6 +51,7 @@ enum {
   NK_CPU_AVXVNNI = 1 << 9,
   NK_CPU_AMX_INT8 = 1 << 10,
   NK_CPU_AMX_BF16 = 1 << 11,
+  NK_CPU_AVX512VBMI = 1 << 12,
 };
 
 typedef struct nk_pool nk_pool;

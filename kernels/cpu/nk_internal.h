@@ -223,17 +223,26 @@ typedef struct {
 #define NK_LINE_AHEAD_SMALL 8192
 #define NK_PAGE_AHEAD_SMALL 32768
 
-/* Requests the lines of [p, p + n) + mm->line_ahead, and the pages of [p, p + n) +
- * mm->page_ahead: called by a kernel for the bytes it is about to read, so the requests
- * spread evenly through its compute. Addresses past the matrix are harmless (a prefetch
- * never faults). */
-static inline void nk_prefetch_ahead(const nk_mm *mm, const uint8_t *p, int64_t n) {
+/* Requests the lines of [p, p + n) + mm->line_ahead: called by a kernel for the bytes it
+ * is about to read, so the requests spread evenly through its compute. Addresses past the
+ * matrix are harmless (a prefetch never faults). */
+static inline void nk_prefetch_lines(const nk_mm *mm, const uint8_t *p, int64_t n) {
   for (int64_t o = 0; o < n; o += 64) __builtin_prefetch(p + mm->line_ahead + o, 0, 3);
+}
+
+/* Touches the pages of [p, p + n) + mm->page_ahead (none on huge pages). */
+static inline void nk_prefetch_pages(const nk_mm *mm, const uint8_t *p, int64_t n) {
   if (mm->page_ahead == 0) return;
   const uintptr_t far = (uintptr_t)p + (uintptr_t)mm->page_ahead;
   for (uintptr_t a = (far + 4095) & ~(uintptr_t)4095; a < far + (uintptr_t)n; a += 4096) {
     __builtin_prefetch((const void *)a, 0, 3);
   }
+}
+
+/* Both, for a kernel's next n bytes. */
+static inline void nk_prefetch_ahead(const nk_mm *mm, const uint8_t *p, int64_t n) {
+  nk_prefetch_lines(mm, p, n);
+  nk_prefetch_pages(mm, p, n);
 }
 
 /* The same for a whole row, for kernels that go row by row through a chunk buffer. */
@@ -282,6 +291,8 @@ typedef struct {
 extern const nk_isa_ops nk_ops_scalar;
 extern const nk_isa_ops nk_ops_avx2;
 extern const nk_isa_ops nk_ops_avx512;
+/* The AVX-512 table with VBMI kernels where they pay (kern_avx512vbmi.c). */
+const nk_isa_ops *nk_ops_avx512vbmi(void);
 
 /* Scratch bytes a panel kernel needs for a k-padded width kp. */
 int64_t nk_qpanel_bytes(int32_t panel_rows, int64_t kp);

@@ -61,6 +61,7 @@ static uint32_t detect_features(void) {
   if (__builtin_cpu_supports("avx512dq")) f |= NK_CPU_AVX512DQ;
   if (__builtin_cpu_supports("avx512vnni")) f |= NK_CPU_AVX512VNNI;
   if (__builtin_cpu_supports("avx512bf16")) f |= NK_CPU_AVX512BF16;
+  if (__builtin_cpu_supports("avx512vbmi")) f |= NK_CPU_AVX512VBMI;
   /* gcc 12's __builtin_cpu_supports knows neither F16C, AVX-VNNI nor AMX: ask cpuid. */
   unsigned a, b, c, d;
   __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
@@ -88,13 +89,16 @@ int32_t nk_best_isa(void) {
   const uint32_t avx2 = NK_CPU_AVX2 | NK_CPU_FMA | NK_CPU_F16C;
   const uint32_t avx512 = avx2 | NK_CPU_AVX512F | NK_CPU_AVX512BW | NK_CPU_AVX512VL |
                           NK_CPU_AVX512DQ | NK_CPU_AVX512VNNI;
-  if ((f & avx512) == avx512) return NK_ISA_AVX512;
+  if ((f & avx512) == avx512) {
+    return f & NK_CPU_AVX512VBMI ? NK_ISA_AVX512VBMI : NK_ISA_AVX512;
+  }
   if ((f & avx2) == avx2) return NK_ISA_AVX2;
   return NK_ISA_SCALAR;
 }
 
 static const nk_isa_ops *ops_for(int32_t isa) {
   switch (isa) {
+    case NK_ISA_AVX512VBMI: return nk_ops_avx512vbmi();
     case NK_ISA_AVX512: return &nk_ops_avx512;
     case NK_ISA_AVX2: return &nk_ops_avx2;
     default: return &nk_ops_scalar;

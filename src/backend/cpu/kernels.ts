@@ -30,6 +30,7 @@ const FEATURE_NAMES = [
   "avx_vnni",
   "amx_int8",
   "amx_bf16",
+  "avx512_vbmi",
 ] as const;
 
 export class CpuKernels {

@@ -15,7 +15,7 @@ import { OpList } from "./op_list.ts";
 export { MATMUL_MANY_MAX } from "./op_list.ts";
 
 /** Dispatch levels, in the library's numbering. */
-export const ISA_LEVELS = ["scalar", "avx2", "avx512"] as const;
+export const ISA_LEVELS = ["scalar", "avx2", "avx512", "avx512vbmi"] as const;
 export type IsaLevel = (typeof ISA_LEVELS)[number];
 
 export class Pool {
