@@ -7,6 +7,18 @@
  */
 #include "isa_common.h"
 
+/* Block b's values in Q4_K's order: each 128 as values 0-31, 64-95, 32-63, 96-127. */
+static void reorder_q4k(const nk_qact *act, int64_t t, int64_t b) {
+  const int8_t *q = act->q + t * act->kp + 256 * b;
+  int8_t *r = act->q4k + t * act->kp + 256 * b;
+  for (int half = 0; half < 2; half++) {
+    memcpy(r + 128 * half, q + 128 * half, 32);
+    memcpy(r + 128 * half + 32, q + 128 * half + 64, 32);
+    memcpy(r + 128 * half + 64, q + 128 * half + 32, 32);
+    memcpy(r + 128 * half + 96, q + 128 * half + 96, 32);
+  }
+}
+
 /* Block b's q (in place in act->q) and its sums of 16 into every derived field. */
 static void finish_block(const nk_qact *act, int64_t t, int64_t b, float d, const int32_t *sums) {
   const int64_t kp = act->kp;
@@ -21,15 +33,7 @@ static void finish_block(const nk_qact *act, int64_t t, int64_t b, float d, cons
     act->d32[t * (kp / 32) + 8 * b + h] = d;
     act->s32[t * (kp / 32) + 8 * b + h] = s16[2 * h] + s16[2 * h + 1];
   }
-  /* Q4_K's order: each 128 as values 0-31, 64-95, 32-63, 96-127. */
-  const int8_t *q = act->q + t * kp + 256 * b;
-  int8_t *r = act->q4k + t * kp + 256 * b;
-  for (int half = 0; half < 2; half++) {
-    memcpy(r + 128 * half, q + 128 * half, 32);
-    memcpy(r + 128 * half + 32, q + 128 * half + 64, 32);
-    memcpy(r + 128 * half + 64, q + 128 * half + 32, 32);
-    memcpy(r + 128 * half + 96, q + 128 * half + 96, 32);
-  }
+  reorder_q4k(act, t, b);
 }
 
 /* n (<= 256) values of x into q, zero-padded to 256; returns the scale. */
@@ -50,7 +54,31 @@ static float quantize_block_portable(const float *x, int64_t n, int8_t *q, int32
 }
 
 #if defined(__AVX512F__)
-static float quantize_block_avx512(const float *x, int8_t *q, int32_t *sums) {
+/* Lane g of the result is the sum of the sixteen lanes of v[g]: the transposition of
+ * sum16 (kern_avx512_attention.c) in integers. */
+static inline __m512i sum16_epi32(const __m512i *v) {
+  __m512i t[8], u[4];
+  for (int i = 0; i < 8; i++) {
+    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
+                            _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  }
+  for (int i = 0; i < 4; i++) {
+    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
+                            _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  }
+  const __m512i v0 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88),
+                                      _mm512_shuffle_i32x4(u[0], u[1], 0xDD));
+  const __m512i v1 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], 0x88),
+                                      _mm512_shuffle_i32x4(u[2], u[3], 0xDD));
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(v0, v1, 0x88), _mm512_shuffle_i32x4(v0, v1, 0xDD));
+}
+
+/* A whole block b of token t into every field: the arithmetic of quantize_block_portable
+ * and finish_block, the sums of 16 added across lanes at once and each field stored a
+ * vector at a time. A 2 x 3072 Q4_K product on one thread, mostly this quantization, went
+ * from 1.23 to 0.84 us; it runs on one thread while the others wait, once per product. */
+static void quantize_block_avx512(const float *x, const nk_qact *act, int64_t t, int64_t b) {
+  const int64_t kp = act->kp;
   __m512 v[16];
   __m512 amax = _mm512_setzero_ps();
   for (int g = 0; g < 16; g++) {
@@ -59,30 +87,39 @@ static float quantize_block_avx512(const float *x, int8_t *q, int32_t *sums) {
   }
   const float d = _mm512_reduce_max_ps(amax) / 127.0f;
   const __m512 id = _mm512_set1_ps(nk_act_inverse(d));
+  int8_t *q = act->q + t * kp + 256 * b;
+  __m512i qi[16];
   for (int g = 0; g < 16; g++) {
-    const __m512i qi = nk_act_round16(v[g], id);
-    _mm_storeu_si128((__m128i *)(q + 16 * g), _mm512_cvtepi32_epi8(qi));
-    sums[g] = _mm512_reduce_add_epi32(qi);
+    qi[g] = nk_act_round16(v[g], id);
+    _mm_storeu_si128((__m128i *)(q + 16 * g), _mm512_cvtepi32_epi8(qi[g]));
   }
-  return d;
+  const __m512i sums = sum16_epi32(qi);
+  const __m512 dv = _mm512_set1_ps(d);
+  const __m512 s16 = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(sums));
+  act->dk[t * (kp / 256) + b] = d;
+  _mm256_storeu_si256((__m256i *)(act->bsum + t * (kp / 16) + 16 * b), _mm512_cvtepi32_epi16(sums));
+  _mm512_storeu_ps(act->d16 + t * (kp / 16) + 16 * b, dv);
+  _mm512_storeu_ps(act->s16 + t * (kp / 16) + 16 * b, s16);
+  _mm256_storeu_ps(act->d32 + t * (kp / 32) + 8 * b, _mm512_castps512_ps256(dv));
+  /* s32[h] = s16[2h] + s16[2h + 1], in the order finish_block adds them. */
+  const __m512 pairs = _mm512_add_ps(s16, _mm512_permute_ps(s16, 0xB1));
+  const __m512 even = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0), pairs);
+  _mm256_storeu_ps(act->s32 + t * (kp / 32) + 8 * b, _mm512_castps512_ps256(even));
+  reorder_q4k(act, t, b);
 }
 #endif
 
 void NK_FN(nk_quantize_act_k)(const float *x, int64_t cols, const nk_qact *act, int64_t t) {
   for (int64_t b = 0; b < act->kp / 256; b++) {
     const int64_t c0 = 256 * b, n = cols - c0 < 256 ? (cols > c0 ? cols - c0 : 0) : 256;
-    int8_t *q = act->q + t * act->kp + c0;
-    int32_t sums[16];
-    float d;
 #if defined(__AVX512F__)
     if (n == 256) {
-      d = quantize_block_avx512(x + c0, q, sums);
-    } else {
-      d = quantize_block_portable(x + c0, n, q, sums);
+      quantize_block_avx512(x + c0, act, t, b);
+      continue;
     }
-#else
-    d = quantize_block_portable(x + c0, n, q, sums);
 #endif
+    int32_t sums[16];
+    const float d = quantize_block_portable(x + c0, n, act->q + t * act->kp + c0, sums);
     finish_block(act, t, b, d, sums);
   }
 }
