@@ -54,25 +54,6 @@ static float quantize_block_portable(const float *x, int64_t n, int8_t *q, int32
 }
 
 #if defined(__AVX512F__)
-/* Lane g of the result is the sum of the sixteen lanes of v[g]: the transposition of
- * sum16 (kern_avx512_attention.c) in integers. */
-static inline __m512i sum16_epi32(const __m512i *v) {
-  __m512i t[8], u[4];
-  for (int i = 0; i < 8; i++) {
-    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
-                            _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-  }
-  for (int i = 0; i < 4; i++) {
-    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
-                            _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
-  }
-  const __m512i v0 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88),
-                                      _mm512_shuffle_i32x4(u[0], u[1], 0xDD));
-  const __m512i v1 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], 0x88),
-                                      _mm512_shuffle_i32x4(u[2], u[3], 0xDD));
-  return _mm512_add_epi32(_mm512_shuffle_i32x4(v0, v1, 0x88), _mm512_shuffle_i32x4(v0, v1, 0xDD));
-}
-
 /* A whole block b of token t into every field: the arithmetic of quantize_block_portable
  * and finish_block, the sums of 16 added across lanes at once and each field stored a
  * vector at a time. A 2 x 3072 Q4_K product on one thread, mostly this quantization, went
@@ -88,14 +69,17 @@ static void quantize_block_avx512(const float *x, const nk_qact *act, int64_t t,
   const float d = _mm512_reduce_max_ps(amax) / 127.0f;
   const __m512 id = _mm512_set1_ps(nk_act_inverse(d));
   int8_t *q = act->q + t * kp + 256 * b;
-  __m512i qi[16];
+  /* The values as floats: their sums of 16 (at most 16 * 127) add up exactly in f32. */
+  __m512 qf[16];
   for (int g = 0; g < 16; g++) {
-    qi[g] = nk_act_round16(v[g], id);
-    _mm_storeu_si128((__m128i *)(q + 16 * g), _mm512_cvtepi32_epi8(qi[g]));
+    const __m512i qi = nk_act_round16(v[g], id);
+    _mm_storeu_si128((__m128i *)(q + 16 * g), _mm512_cvtepi32_epi8(qi));
+    qf[g] = _mm512_cvtepi32_ps(qi);
   }
-  const __m512i sums = sum16_epi32(qi);
+  const __m512 sumf = nk_sum16_ps(qf);
+  const __m512i sums = _mm512_cvtps_epi32(sumf);
   const __m512 dv = _mm512_set1_ps(d);
-  const __m512 s16 = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(sums));
+  const __m512 s16 = _mm512_mul_ps(dv, sumf);
   act->dk[t * (kp / 256) + b] = d;
   _mm256_storeu_si256((__m256i *)(act->bsum + t * (kp / 16) + 16 * b), _mm512_cvtepi32_epi16(sums));
   _mm512_storeu_ps(act->d16 + t * (kp / 16) + 16 * b, dv);

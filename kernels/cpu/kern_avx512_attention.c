@@ -41,30 +41,6 @@ static void tile_rows(const nk_attn *a, const void *cache, int64_t p0, int64_t n
   }
 }
 
-/* Lane j of the result is the sum of the sixteen lanes of p[j]: the horizontal sums of
- * sixteen vectors by a transposition in three steps (45 operations instead of 16 chains of
- * reductions). */
-static inline __m512 sum16(const __m512 *p) {
-  __m512 t[8], u[4];
-  /* Per 128-bit lane: rows 2i, 2i + 1, 2i, 2i + 1. */
-  for (int i = 0; i < 8; i++) {
-    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]),
-                         _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
-  }
-  /* Per 128-bit lane: rows 4i .. 4i + 3. */
-  for (int i = 0; i < 4; i++) {
-    const __m512d a = _mm512_castps_pd(t[2 * i]), b = _mm512_castps_pd(t[2 * i + 1]);
-    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-  }
-  /* Pairs of 128-bit lanes summed, then the other pairs: lane j ends with row j's total. */
-  const __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
-                                  _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
-  const __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
-                                  _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));
-}
-
 /* scores[g][j] = scale * q_g . k_j for sixteen rows (a tail repeats a real row) and nd
  * sixteen-value chunks per row. */
 static inline __attribute__((always_inline)) void scores16(const float *q, int64_t g_n,
@@ -80,7 +56,7 @@ static inline __attribute__((always_inline)) void scores16(const float *q, int64
 #pragma GCC unroll 16
       for (int c = 1; c < nd; c++) p[j] = _mm512_fmadd_ps(qv[c], load16(rows[j], 16 * c, f16), p[j]);
     }
-    _mm512_storeu_ps(out + g * NK_ATTN_TILE, _mm512_mul_ps(sum16(p), _mm512_set1_ps(scale)));
+    _mm512_storeu_ps(out + g * NK_ATTN_TILE, _mm512_mul_ps(nk_sum16_ps(p), _mm512_set1_ps(scale)));
   }
 }
 
