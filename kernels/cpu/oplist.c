@@ -24,6 +24,7 @@ enum {
   OP_SILU_MUL = 7,
   OP_ADD = 8,
   OP_GATHER_ROWS = 9,
+  OP_ARGMAX_ROWS = 10,
 };
 
 #define HEADER 2
@@ -76,6 +77,7 @@ static int64_t fixed_words(int32_t code) {
     case OP_SILU_MUL: return 4;
     case OP_ADD: return 4;
     case OP_GATHER_ROWS: return 5;
+    case OP_ARGMAX_ROWS: return 4;
     default: return -1;
   }
 }
@@ -105,6 +107,7 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
     case OP_ADD: return nk_add(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
     case OP_GATHER_ROWS:
       return gather_rows(ptr(a[0]), ptr(a[1]), i64(a[2]), ints + i64(a[3]), i64(a[4]));
+    case OP_ARGMAX_ROWS: return nk_argmax_rows(pool, ptr(a[0]), i64(a[1]), i64(a[2]), ptr(a[3]));
     default: return NK_EINVAL;
   }
 }

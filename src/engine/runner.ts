@@ -89,8 +89,12 @@ export class LocalRunner implements ModelRunner {
     if (argmaxRows !== undefined) {
       this.forwardArgmax = (batch, interrupt) => {
         const logits = model.forward(batch.ids, batch.layout, cache, batch.logitRows);
-        if (!this.#ran(interrupt)) return null;
-        return batch.logitRows.length > 0 ? argmaxRows(logits) : new Int32Array(0);
+        // Unless the step may be stopped midway, its argmax runs with it, in one call where
+        // the backend queues ops (the CPU's op list).
+        if (interrupt !== undefined && !this.#ran(interrupt)) return null;
+        if (batch.logitRows.length > 0) return argmaxRows(logits);
+        this.#ran();
+        return new Int32Array(0);
       };
     }
   }

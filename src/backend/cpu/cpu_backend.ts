@@ -107,6 +107,8 @@ export class CpuBackend implements Backend {
   readonly #owned = new Set<NativeBuffer>();
   readonly #weights: WeightArena;
   readonly #mmap: boolean;
+  /** Where argmaxRows's picks land (grown on demand). */
+  #picks: NativeBuffer | null = null;
   /** Whether the pages under weights read in place have been looked at (common/huge_pages.ts). */
   #pagesKnown = false;
 
@@ -336,13 +338,23 @@ export class CpuBackend implements Backend {
     return this.pool.queue.flush(interrupt);
   }
 
-  /** Greedy decoding's argmax, on the native rows: no copy of the logits to the JS heap. */
+  /**
+   * Greedy decoding's argmax, on the native rows: no copy of the logits to the JS heap. It
+   * runs in the same native call as the ops queued before it (the step that wrote them).
+   */
   argmaxRows(a: Activation): Int32Array {
-    this.pool.queue.flush();
     const src = act(a);
-    const out = new Int32Array(src.rows);
-    if (src.rows > 0) this.pool.argmaxRows(src.pointer, src.rows, src.cols, out);
-    return out;
+    if (src.rows === 0) {
+      this.pool.queue.flush();
+      return new Int32Array(0);
+    }
+    if (this.#picks === null || this.#picks.byteLength < 4 * src.rows) {
+      this.#picks?.free();
+      this.#picks = this.kernels.alloc(4 * Math.max(src.rows, 64));
+    }
+    this.pool.queue.argmaxRows(src.pointer, src.rows, src.cols, this.#picks);
+    this.pool.queue.flush();
+    return this.#picks.i32().slice(0, src.rows);
   }
 
   read(a: Activation): Float32Array {
@@ -356,6 +368,8 @@ export class CpuBackend implements Backend {
     this.pool.queue.discard();
     for (const b of this.#owned) b.free();
     this.#owned.clear();
+    this.#picks?.free();
+    this.#picks = null;
     this.#weights.free();
     this.pool.destroy();
   }

@@ -18,7 +18,7 @@ export const MATMUL_MANY_MAX = 8;
 
 /** Op codes of oplist.c. */
 const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4, OP_KV_STORE = 5;
-const OP_ATTENTION = 6, OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9;
+const OP_ATTENTION = 6, OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9, OP_ARGMAX_ROWS = 10;
 
 function checkRows(rows: Int32Array, aRows: number): void {
   for (const r of rows) {
@@ -153,7 +153,7 @@ export class OpList extends OpRecord {
       );
     }
     const px = this.addr("ropeNeox", "x", x, nTokens * nHeads * headDim * 4);
-    const at = this.copyInts(positions, nTokens);
+    const at = this.copyOnce([positions, nTokens], () => this.copyInts(positions, nTokens));
     this.push("ropeNeox", OP_ROPE, [px, nTokens, nHeads, headDim, at, freqBase]);
   }
 
@@ -244,10 +244,12 @@ export class OpList extends OpRecord {
     positions: Int32Array,
     rows: number,
   ): [number, number, number, number] {
-    const seqs = this.copySequenceTriples(sequences);
-    const tables = this.intsUsed;
-    for (const s of sequences) this.copyInts(s.blockTable, s.blockTable.length);
-    return [sequences.length, seqs, tables, this.copyInts(positions, rows)];
+    return this.copyOnce([sequences, positions, rows], () => {
+      const seqs = this.copySequenceTriples(sequences);
+      const tables = this.intsUsed;
+      for (const s of sequences) this.copyInts(s.blockTable, s.blockTable.length);
+      return [sequences.length, seqs, tables, this.copyInts(positions, rows)];
+    });
   }
 
   /** out[i] = row rows[i] of a ([aRows][cols] f32), for i < rows.length. */
@@ -260,6 +262,18 @@ export class OpList extends OpRecord {
     const pA = this.addr("gatherRows", "a", a, 4 * cols * aRows);
     const at = this.copyInts(rows, rows.length);
     this.push("gatherRows", OP_GATHER_ROWS, [pOut, pA, cols, at, rows.length]);
+  }
+
+  /**
+   * out[r] = the index of the largest value of row r of x[rows][cols] (the first of equal
+   * ones; NaN never wins; 0 for a row of NaN). Recorded after a step, greedy decoding's pick
+   * runs in the step's own call, on logits its threads have just written.
+   */
+  argmaxRows(x: Operand, rows: number, cols: number, out: Operand): void {
+    checkDims("argmaxRows", { rows, cols });
+    const pX = this.addr("argmaxRows", "x", x, 4 * rows * cols);
+    const pOut = this.addr("argmaxRows", "out", out, 4 * rows);
+    this.push("argmaxRows", OP_ARGMAX_ROWS, [pX, rows, cols, pOut]);
   }
 
   /** out = silu(gate) * up over n values. */

@@ -3,8 +3,9 @@
  * flush give bit-identical results to the same ops run one by one, at every level with 1
  * and 2 threads; a failure the kernels detect surfaces at the flush, named after its op,
  * and leaves the list empty and usable; arrays the caller reuses after recording do not
- * change what runs; an interrupt word that moved stops the list between ops; copyKvRows,
- * which runs after whatever was recorded, copies a block's first rows.
+ * change what runs, also when two ops outside a step are given one array; argmaxRows runs
+ * what was queued before it; an interrupt word that moved stops the list between ops;
+ * copyKvRows, which runs after whatever was recorded, copies a block's first rows.
  */
 
 import {
@@ -176,6 +177,45 @@ Deno.test("the backend's synchronize runs what a step recorded, with nothing rea
   } finally {
     be.close();
   }
+});
+
+Deno.test("argmaxRows runs the ops queued before it, in the same flush", async () => {
+  await testKernels();
+  const be = new CpuBackend({ threads: 2 });
+  try {
+    const a = be.activation(3, 1000), b = be.activation(3, 1000);
+    const values = new Float32Array(3000).map((_, i) => Math.sin(i * 0.37) * (i % 7));
+    (a as unknown as { buffer: NativeBuffer }).buffer.f32().set(values);
+    be.add(b, a, a);
+    assertEquals(be.pool.queue.pending, 1);
+    const picks = be.argmaxRows(b);
+    assertEquals(be.pool.queue.pending, 0);
+    const expected = [0, 1, 2].map((r) => {
+      const row = values.subarray(r * 1000, (r + 1) * 1000);
+      return row.indexOf(Math.max(...row));
+    });
+    assertEquals([...picks], expected);
+    assertEquals(be.argmaxRows(be.rowsOf(b, 0)).length, 0);
+  } finally {
+    be.close();
+  }
+});
+
+Deno.test("ops recorded outside a step each copy the integers they were given", async () => {
+  const k = await testKernels();
+  const pool = k.createPool(2);
+  const [a, b, c] = [0, 1, 2].map(() => k.alloc(HEAD_DIM * 4));
+  for (const x of [a, b, c]) x.f32().fill(1);
+  const positions = Int32Array.of(3);
+  pool.queue.ropeNeox(a, 1, 1, HEAD_DIM, positions, 10000);
+  positions[0] = 9;
+  pool.queue.ropeNeox(b, 1, 1, HEAD_DIM, positions, 10000);
+  pool.queue.flush();
+  pool.ropeNeox(c, 1, 1, HEAD_DIM, Int32Array.of(3), 10000);
+  assertEquals(a.u8(), c.u8(), "the first op rotates by the position it was given");
+  assert(b.f32().some((v, i) => v !== a.f32()[i]), "the second op by its own");
+  pool.destroy();
+  for (const x of [a, b, c]) x.free();
 });
 
 Deno.test("an interrupt word that moved stops the list before its next op", async () => {

@@ -45,6 +45,8 @@ export class OpRecord {
   #trace: IntTrace | null = null;
   #traceKey = "";
   readonly #templates = new Map<string, StepTemplate>();
+  /** What copyOnce copied in the step being recorded, by what it was copied from. */
+  #copied: { key: readonly unknown[]; value: unknown }[] = [];
   /** nk_row_bytes by "type:cols": a foreign call saved per recorded product. */
   readonly #rowBytes = new Map<string, number>();
 
@@ -107,6 +109,7 @@ export class OpRecord {
     this.#nInts = 0;
     this.#names = [];
     this.#keep = [];
+    this.#copied = [];
   }
 
   /**
@@ -124,6 +127,7 @@ export class OpRecord {
   endStep(): void {
     const trace = this.#trace;
     this.#trace = null;
+    this.#copied = [];
     if (trace === null || !trace.replayable || this.#keep.length > 0) return;
     if (this.#templates.size >= TEMPLATES_MAX && !this.#templates.has(this.#traceKey)) {
       this.#templates.delete(this.#templates.keys().next().value!);
@@ -195,6 +199,24 @@ export class OpRecord {
     this.#ints.set(n === a.length ? a : a.subarray(0, n), at);
     this.#trace?.copied(a, n);
     return at;
+  }
+
+  /**
+   * `copy()`, or what it returned to an earlier op of the step being recorded with the same
+   * `key` (compared item by item): a step's inputs stay as they are while it is recorded, so
+   * the ops that read the same integers share one copy of them (a decode step's 28 layers
+   * read one block table and one position). A replay then fills in a few integers, not
+   * hundreds.
+   */
+  protected copyOnce<T>(key: readonly unknown[], copy: () => T): T {
+    if (this.#trace === null) return copy();
+    const prior = this.#copied.find((c) =>
+      c.key.length === key.length && c.key.every((k, i) => k === key[i])
+    );
+    if (prior !== undefined) return prior.value as T;
+    const value = copy();
+    this.#copied.push({ key, value });
+    return value;
   }
 
   /** Writes each sequence's (row start, row count, table length); returns their offset. */

@@ -8,7 +8,7 @@
 import { checkDims } from "./checks.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
 import type { CpuSymbols } from "./library.ts";
-import { type Operand, operandPointer } from "./native_buffer.ts";
+import type { Operand } from "./native_buffer.ts";
 import { matmulOperands } from "./checks.ts";
 import { OpList } from "./op_list.ts";
 
@@ -154,29 +154,9 @@ export class Pool {
     this.#now((q) => q.siluMul(...a));
   }
 
-  /**
-   * out[r] = the index of the largest value of row r of x[rows][cols] (the first of equal
-   * ones; NaN never wins; 0 for a row of NaN).
-   */
-  argmaxRows(x: Operand, rows: number, cols: number, out: Int32Array): void {
-    checkDims("argmaxRows", { rows, cols });
-    if (out.length < rows) {
-      throw new CpuKernelError(
-        "cpu_kernel_invalid",
-        `argmaxRows: out holds ${out.length} < ${rows}`,
-      );
-    }
-    this.#queue.flush();
-    checkStatus(
-      "argmaxRows",
-      this.#sym.nk_argmax_rows(
-        this.#p,
-        operandPointer("argmaxRows", "x", x, 4 * rows * cols),
-        BigInt(rows),
-        BigInt(cols),
-        operandPointer("argmaxRows", "out", out, 4 * rows),
-      ),
-    );
+  /** Immediate `OpList.argmaxRows`. */
+  argmaxRows(...a: Parameters<OpList["argmaxRows"]>): void {
+    this.#now((q) => q.argmaxRows(...a));
   }
 
   /** Immediate `OpList.add`. */
