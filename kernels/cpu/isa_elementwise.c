@@ -55,18 +55,11 @@ void NK_FN(nk_add)(float *out, const float *a, const float *b, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-/* ggml's rope cache: theta advances by repeated f32 multiplication, as ggml computes it. */
-void NK_FN(nk_rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t pos, float freq_base,
-                          float *cache) {
+/* Rotates each head's pairs (i, i + head_dim / 2) by the angles whose cosines and sines
+ * `cs` holds (rope.c). */
+void NK_FN(nk_rope_apply)(float *x, int64_t n_heads, int64_t head_dim, const float *cs) {
   const int64_t half = head_dim / 2;
-  const float theta_scale = powf(freq_base, -2.0f / (float)head_dim);
-  float theta = (float)pos;
-  float *cos_t = cache, *sin_t = cache + half;
-  for (int64_t i = 0; i < half; i++) {
-    cos_t[i] = cosf(theta);
-    sin_t[i] = sinf(theta);
-    theta *= theta_scale;
-  }
+  const float *cos_t = cs, *sin_t = cs + half;
   for (int64_t h = 0; h < n_heads; h++) {
     float *v = x + h * head_dim;
     for (int64_t i = 0; i < half; i++) {

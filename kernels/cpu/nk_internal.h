@@ -279,8 +279,7 @@ typedef struct {
   void (*rmsnorm_row)(float *out, const float *x, const float *w, int64_t dim, float eps);
   void (*silu_mul)(float *out, const float *gate, const float *up, int64_t n);
   void (*add)(float *out, const float *a, const float *b, int64_t n);
-  void (*rope_token)(float *x, int64_t n_heads, int64_t head_dim, int32_t pos, float freq_base,
-                     float *cache);
+  void (*rope_apply)(float *x, int64_t n_heads, int64_t head_dim, const float *cs);
   /* Tokens [t0, t0 + nt), nt <= nk_attn_tile_tokens(a), for kv head kvh. */
   void (*attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch);
   void (*f16_store)(uint16_t *dst, const float *src, int64_t n);
@@ -319,6 +318,12 @@ int32_t nk_pool_reserve(nk_pool *pool, int64_t bytes);
 void *nk_pool_scratch(nk_pool *pool, int32_t ith);
 /* Grows the pool's shared buffer; NULL when out of memory. */
 void *nk_pool_shared(nk_pool *pool, int64_t bytes);
+/* RoPE's angle tables by position (rope.c), kept by the pool, which frees them. */
+typedef struct nk_rope_cache nk_rope_cache;
+nk_rope_cache *nk_pool_rope_cache(nk_pool *pool);
+/* Replaces (and frees) the pool's tables. */
+void nk_pool_set_rope_cache(nk_pool *pool, nk_rope_cache *cache);
+void nk_rope_cache_free(nk_rope_cache *cache);
 
 static inline int64_t nk_round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;

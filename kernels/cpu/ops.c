@@ -122,40 +122,6 @@ int32_t nk_add(nk_pool *pool, float *out, const float *a, const float *b, int64_
 
 typedef struct {
   nk_pool *pool;
-  float *x;
-  int64_t n_tokens, n_heads, head_dim;
-  const int32_t *positions;
-  float freq_base;
-} rope_args;
-
-static void rope_task(void *arg, int32_t ith, int32_t nth) {
-  const rope_args *r = arg;
-  float *cache = nk_pool_scratch(r->pool, ith);
-  const nk_isa_ops *ops = nk_pool_ops(r->pool);
-  for (int64_t t = ith; t < r->n_tokens; t += nth) {
-    ops->rope_token(r->x + t * r->n_heads * r->head_dim, r->n_heads, r->head_dim, r->positions[t],
-                    r->freq_base, cache);
-  }
-}
-
-int32_t nk_rope_neox(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
-                     const int32_t *positions, float freq_base) {
-  if (!pool || !x || !positions || n_tokens < 0 || n_heads <= 0 || head_dim <= 0 ||
-      head_dim % 2 != 0 || !(freq_base > 0.0f)) {
-    return NK_EINVAL;
-  }
-  if (nk_pool_reserve(pool, head_dim * 4) != NK_OK) return NK_ENOMEM;
-  rope_args r = {pool, x, n_tokens, n_heads, head_dim, positions, freq_base};
-  if (n_tokens * n_heads * head_dim < PARALLEL_MIN) {
-    rope_task(&r, 0, 1);
-  } else {
-    nk_pool_run(pool, rope_task, &r);
-  }
-  return NK_OK;
-}
-
-typedef struct {
-  nk_pool *pool;
   const nk_isa_ops *ops;
   const float *x;
   int64_t cols, parts, n_items;

@@ -42,6 +42,7 @@ struct nk_pool {
   int64_t scratch_bytes;
   void *shared;
   int64_t shared_bytes;
+  nk_rope_cache *rope;
 };
 
 typedef struct {
@@ -240,6 +241,7 @@ void nk_pool_destroy(nk_pool *pool) {
   free(pool->threads);
   nk_free(pool->shares);
   nk_free(pool->shared);
+  nk_rope_cache_free(pool->rope);
   nk_free(pool);
 }
 
@@ -355,4 +357,13 @@ void *nk_pool_shared(nk_pool *pool, int64_t bytes) {
     pool->shared_bytes = bytes;
   }
   return pool->shared;
+}
+
+nk_rope_cache *nk_pool_rope_cache(nk_pool *pool) {
+  return pool->rope;
+}
+
+void nk_pool_set_rope_cache(nk_pool *pool, nk_rope_cache *cache) {
+  if (pool->rope != cache) nk_rope_cache_free(pool->rope);
+  pool->rope = cache;
 }

@@ -262,7 +262,9 @@ export interface Backend {
 
   /**
    * The index of the largest value of each row, computed where the data lives: greedy
-   * decoding then copies back one integer per row instead of a whole row of logits.
+   * decoding then copies back one integer per row instead of a whole row of logits. Runs
+   * what is queued first, in the same submission where the backend can (the CPU's op
+   * list, the GPU's stream).
    */
   argmaxRows?(a: Activation): Int32Array;
 

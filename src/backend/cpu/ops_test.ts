@@ -106,6 +106,31 @@ Deno.test("rope_neox rotates pairs (i, i + d/2) by pos * base^(-2i/d), per-token
   pool.destroy();
 });
 
+Deno.test("rope_neox: the angle tables a pool keeps never serve another position or shape", async () => {
+  const rng = new Rng(14);
+  await everyPool((pool, what) => {
+    // The pool keeps 64 positions' tables at first: 5, 69 and 133 share a slot, repeats
+    // share a table, a 300-token call grows the cache, and another head size or base
+    // replaces the tables.
+    const calls: [number, number, number[]][] = [
+      [64, 1e6, [5, 69, 133, 5, 69]],
+      [64, 1e6, [133, 5]],
+      [128, 1e6, [5, 69]],
+      [64, 1e4, [5, 69]],
+      [64, 1e6, Array.from({ length: 300 }, (_, t) => (t * 37) % 512)],
+      [64, 1e6, [69, 5, 133]],
+    ];
+    for (const [d, base, positions] of calls) {
+      const pos = Int32Array.from(positions), n = pos.length;
+      const x = randomF32(rng, n * 2 * d);
+      const got = x.slice();
+      pool.ropeNeox(got, n, 2, d, pos, base);
+      const err = maxAbsDiff(got, ropeRef(x, n, 2, d, pos, base));
+      assert(err < 2e-5, `${what} d=${d} base=${base} positions ${positions.slice(0, 5)}: ${err}`);
+    }
+  });
+});
+
 Deno.test("silu_mul and add match the f64 reference on serial and parallel sizes", async () => {
   const rng = new Rng(13);
   await everyPool((pool, what) => {
