@@ -1,9 +1,12 @@
 /*
  * nk_matmul, nk_matmul_many: validate, quantize the activations into pool scratch (once
- * for all the matrices that share them), then split the rows over the pool. Few tokens go row by row (every weight byte read once per call, the
- * bandwidth-bound decode case); many tokens go panel by panel through the packed mat-mat
- * kernels, which reuse each unpacked weight for every token.
+ * for all the matrices that share them), then split the rows over the pool. Few tokens go
+ * row by row (every weight byte read once per call, the bandwidth-bound decode case); many
+ * tokens go panel by panel through the packed mat-mat kernels, which reuse each unpacked
+ * weight for every token.
  */
+#include <immintrin.h>
+
 #include "nk_internal.h"
 
 /* Bytes of weights per work item of the row-by-row path: small enough that a thread
@@ -23,6 +26,10 @@ typedef struct {
   nk_mm mm[NK_MANY_MAX];
   /* The row path's work items: matrix m owns items [first[m], first[m + 1]). */
   int64_t per[NK_MANY_MAX], first[NK_MANY_MAX + 1];
+  /* Row path (share_quantization): the calling thread quantizes inside the task and sets
+   * act_ready for the others. */
+  int32_t quantize_in_task;
+  _Atomic int32_t act_ready;
 } mm_task;
 
 int64_t nk_qpanel_bytes(int32_t panel_rows, int64_t kp) {
@@ -56,8 +63,52 @@ static void quantize_task(void *arg, int32_t ith, int32_t nth) {
   }
 }
 
+static void quantize(mm_task *a) {
+  if (a->mm[0].n_tokens > ROW_TOKENS) {
+    nk_pool_run(a->pool, quantize_task, a);
+    return;
+  }
+  for (int64_t t = 0; t < a->mm[0].n_tokens; t++) quantize_token(a, t);
+}
+
 static int64_t item_rows(const nk_mm *mm) {
   return mm->row_bytes >= ITEM_BYTES ? 1 : ITEM_BYTES / mm->row_bytes;
+}
+
+/* Item i's matrix (its index found from m on) and first row. */
+static const nk_mm *item_at(const mm_task *a, int64_t i, int32_t *m, int64_t *r0) {
+  while (i < a->first[*m]) (*m)--;
+  while (i >= a->first[*m + 1]) (*m)++;
+  *r0 = (i - a->first[*m]) * a->per[*m];
+  return &a->mm[*m];
+}
+
+/* With quantize_in_task, the calling thread quantizes the activations while the others
+ * request the weights of the item each will start with: a decode step's product no longer
+ * waits for one thread's quantization before the others start, nor for their wake-up. */
+static void share_quantization(mm_task *a, int32_t ith, int64_t first_item) {
+  if (ith == 0) {
+    quantize(a);
+    atomic_store_explicit(&a->act_ready, 1, memory_order_release);
+    return;
+  }
+  const uint8_t *p = NULL;
+  int64_t n = 0;
+  if (first_item >= 0) {
+    int32_t m = 0;
+    int64_t r0;
+    const nk_mm *mm = item_at(a, first_item, &m, &r0);
+    p = mm->w + r0 * mm->row_bytes;
+    n = a->per[m] * mm->row_bytes;
+  }
+  for (int64_t o = 0; !atomic_load_explicit(&a->act_ready, memory_order_acquire);) {
+    if (o < n) {
+      __builtin_prefetch(p + o, 0, 3);
+      o += 64;
+    } else {
+      _mm_pause();
+    }
+  }
 }
 
 static void rows_task(void *arg, int32_t ith, int32_t nth) {
@@ -65,11 +116,11 @@ static void rows_task(void *arg, int32_t ith, int32_t nth) {
   mm_task *a = arg;
   const uint8_t *last = NULL;
   int32_t m = 0;
-  for (int64_t i = nk_pool_claim(a->pool, ith); i >= 0; i = nk_pool_claim(a->pool, ith)) {
-    while (i < a->first[m]) m--;
-    while (i >= a->first[m + 1]) m++;
-    const nk_mm *mm = &a->mm[m];
-    const int64_t r0 = (i - a->first[m]) * a->per[m];
+  int64_t i = nk_pool_claim(a->pool, ith);
+  if (a->quantize_in_task) share_quantization(a, ith, i);
+  for (; i >= 0; i = nk_pool_claim(a->pool, ith)) {
+    int64_t r0;
+    const nk_mm *mm = item_at(a, i, &m, &r0);
     const int64_t r1 = r0 + a->per[m] < mm->rows ? r0 + a->per[m] : mm->rows;
     /* The kernels prefetch ahead of the rows they compute; a jump needs a head start. */
     const uint8_t *p = mm->w + r0 * mm->row_bytes;
@@ -134,14 +185,6 @@ static int32_t alloc_act(nk_pool *pool, nk_mm *mm, int per_256) {
 
 /* Quantizes x into mm[0].act (which every matrix shares): a few tokens on this thread,
  * more over the pool. */
-static void quantize(mm_task *a) {
-  if (a->mm[0].n_tokens > ROW_TOKENS) {
-    nk_pool_run(a->pool, quantize_task, a);
-    return;
-  }
-  for (int64_t t = 0; t < a->mm[0].n_tokens; t++) quantize_token(a, t);
-}
-
 static int32_t setup(nk_mm *mm, int32_t type, const void *w, int64_t rows, int64_t cols,
                      const float *x, int64_t n_tokens, float *y) {
   const int64_t rb = nk_row_bytes(type, cols);
@@ -188,7 +231,8 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
   if (quant) {
     if (alloc_act(pool, &a.mm[0], k_only) != NK_OK) return NK_ENOMEM;
     for (int32_t m = 1; m < n; m++) a.mm[m].act = a.mm[0].act;
-    quantize(&a);
+    a.quantize_in_task = !packed && n_tokens <= ROW_TOKENS && nk_pool_threads(pool) > 1;
+    if (!a.quantize_in_task) quantize(&a);
   }
   if (packed) {
     /* Panels amortize over many tokens: the matrices go one after the other. */
