@@ -152,6 +152,9 @@ function loadWeight(
 
 export class Qwen3Model {
   #workspace: Workspace | null = null;
+  /** Scratch for #stepKey, and the last key it made with the numbers it made it from. */
+  readonly #keyParts: number[] = [];
+  #lastKey: { parts: number[]; key: string } = { parts: [], key: "" };
 
   private constructor(
     readonly hparams: Qwen3Hparams,
@@ -293,10 +296,22 @@ export class Qwen3Model {
   }
 
   /** What a step's ops depend on besides its integers: this workspace and cache, and the
-   * shapes of the batch (rows per sequence, table lengths, logit rows). */
+   * shapes of the batch (rows per sequence, table lengths, logit rows). Consecutive decode
+   * steps have the same shape: the key of the last step is reused when its numbers match. */
   #stepKey(ws: Workspace, cache: KvCache, layout: StepLayout, logitRows: Int32Array): string {
-    const seqs = layout.sequences.map((s) => `${s.rowStart}.${s.rowCount}.${s.blockTable.length}`);
-    return `${ws.id}|${cacheId(cache)}|${layout.positions.length}|${logitRows.length}|${seqs}`;
+    const parts = this.#keyParts;
+    parts.length = 0;
+    parts.push(ws.id, cacheId(cache), layout.positions.length, logitRows.length);
+    for (let i = 0; i < layout.sequences.length; i++) {
+      const s = layout.sequences[i];
+      parts.push(s.rowStart, s.rowCount, s.blockTable.length);
+    }
+    const last = this.#lastKey;
+    if (parts.length === last.parts.length && parts.every((v, i) => v === last.parts[i])) {
+      return last.key;
+    }
+    this.#lastKey = { parts: parts.slice(), key: parts.join("|") };
+    return this.#lastKey.key;
   }
 
   /** outs[i] = ws[i] · x, in one backend call where the backend can share the work. */

@@ -1,6 +1,5 @@
 /** The paged KV cache's layout as the kernels see it, and the checks of its operands. */
 
-import { checkDims } from "./checks.ts";
 import { CpuKernelError } from "./errors.ts";
 
 /** KV cache element types (ggml ids). */
@@ -22,38 +21,45 @@ export function kvCacheBytes(l: KvLayout): number {
   return l.nBlocks * l.blockSize * l.nKvHeads * l.headDim * (l.type === KV_F16 ? 2 : 4);
 }
 
-/** Positions and block table of a kv_store or attention call, before anything runs. */
+/** Why `v` is not a count (a non-negative integer, positive unless allowZero), or null. */
+function notCount(name: string, v: number, allowZero: boolean): string | null {
+  return Number.isSafeInteger(v) && v >= 0 && (allowZero || v > 0)
+    ? null
+    : `${name} must be a positive integer, got ${v}`;
+}
+
+/**
+ * Positions [start, start + n) and the block table of a kv_store or attention call, before
+ * anything runs. Written without allocations: a replayed decode step runs it again on
+ * every token (step_template.ts).
+ */
 export function checkPositions(
   op: string,
   l: KvLayout,
   blockTable: Int32Array,
   positions: Int32Array,
-  nTokens: number,
+  start: number,
+  n: number,
 ): void {
-  checkDims(op, {
-    nTokens,
-    nBlocks: l.nBlocks,
-    blockSize: l.blockSize,
-    nKvHeads: l.nKvHeads,
-    headDim: l.headDim,
-  });
-  if (positions.length < nTokens) {
+  const bad = notCount("nTokens", n, false) ?? notCount("rowStart", start, true);
+  if (bad !== null) throw new CpuKernelError("cpu_kernel_invalid", `${op}: ${bad}`);
+  if (positions.length < start + n) {
     throw new CpuKernelError(
       "cpu_kernel_invalid",
-      `${op}: ${positions.length} positions for ${nTokens} tokens`,
+      `${op}: ${positions.length - start} positions for ${n} tokens`,
     );
   }
-  for (let t = 0; t < nTokens; t++) {
+  for (let t = start; t < start + n; t++) {
     const p = positions[t];
-    const b = Math.floor(p / l.blockSize);
-    if (p < 0 || b >= blockTable.length) {
+    if (p < 0 || Math.floor(p / l.blockSize) >= blockTable.length) {
       throw new CpuKernelError(
         "cpu_kernel_invalid",
         `${op}: position ${p} outside the block table`,
       );
     }
   }
-  for (const b of blockTable) {
+  for (let i = 0; i < blockTable.length; i++) {
+    const b = blockTable[i];
     if (b < 0 || b >= l.nBlocks) {
       throw new CpuKernelError(
         "cpu_kernel_invalid",
@@ -78,10 +84,9 @@ export function checkSequences(
   positions: Int32Array,
 ): number {
   let rows = 0;
-  for (const s of sequences) {
-    checkDims(op, { rowStart: s.rowStart }, true);
-    const own = positions.subarray(s.rowStart, s.rowStart + s.rowCount);
-    checkPositions(op, l, s.blockTable, own, s.rowCount);
+  for (let i = 0; i < sequences.length; i++) {
+    const s = sequences[i];
+    checkPositions(op, l, s.blockTable, positions, s.rowStart, s.rowCount);
     rows = Math.max(rows, s.rowStart + s.rowCount);
   }
   return rows;

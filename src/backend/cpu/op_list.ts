@@ -21,7 +21,8 @@ const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4, OP_KV_STORE =
 const OP_ATTENTION = 6, OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9, OP_ARGMAX_ROWS = 10;
 
 function checkRows(rows: Int32Array, aRows: number): void {
-  for (const r of rows) {
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i];
     if (!(r >= 0 && r < aRows)) {
       throw new CpuKernelError("cpu_kernel_invalid", `gatherRows: row ${r} of ${aRows}`);
     }
@@ -231,6 +232,12 @@ export class OpList extends OpRecord {
     sequences: readonly KvSequence[],
     positions: Int32Array,
   ): [number, number, number] {
+    checkDims(op, {
+      nBlocks: l.nBlocks,
+      blockSize: l.blockSize,
+      nKvHeads: l.nKvHeads,
+      headDim: l.headDim,
+    });
     const rows = checkSequences(op, l, sequences, positions);
     this.traceCheck(l, (s) => checkSequences(op, l, s.sequences, s.positions));
     const bytes = kvCacheBytes(l);

@@ -107,9 +107,10 @@ export class OpRecord {
     this.#trace = null;
     this.#nWords = 0;
     this.#nInts = 0;
+    // A failed flush names its op from the array it holds: that one is replaced, not emptied.
     this.#names = [];
-    this.#keep = [];
-    this.#copied = [];
+    this.#keep.length = 0;
+    this.#copied.length = 0;
   }
 
   /**
@@ -127,7 +128,7 @@ export class OpRecord {
   endStep(): void {
     const trace = this.#trace;
     this.#trace = null;
-    this.#copied = [];
+    this.#copied.length = 0;
     if (trace === null || !trace.replayable || this.#keep.length > 0) return;
     if (this.#templates.size >= TEMPLATES_MAX && !this.#templates.has(this.#traceKey)) {
       this.#templates.delete(this.#templates.keys().next().value!);
