@@ -42,7 +42,7 @@ export class CompileError extends NeuronError {
 export const TARGET = "x86_64-unknown-linux-gnu";
 export const ENTRY = "main.ts";
 /** Modules only reached through `new Worker(...)`, which deno compile cannot see. */
-export const WORKER_MODULES = ["src/engine/worker.ts"];
+export const WORKER_MODULES = ["src/harness/native/model_worker.ts"];
 export const CPU_LIBRARY = "kernels/build/libneuron_cpu.so";
 export const BUILD_INFO = "src/common/build_info.json";
 /** What the CUDA loader reads from a flavour's directory (its build stamp stays out). */

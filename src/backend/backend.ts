@@ -45,16 +45,23 @@ export interface WeightSource {
 
 export type KvDType = "f32" | "f16";
 
-export interface KvCacheSpec {
-  nLayers: number;
-  nKvHeads: number;
-  headDim: number;
+/** How a KV cache pool is laid out; its per-layer shape comes from the model. */
+export interface KvPoolSpec {
   /** Tokens per cache block. */
   blockSize: number;
   /** Blocks in the pool (shared by every sequence of the model). */
   nBlocks: number;
   dtype: KvDType;
 }
+
+/** The K/V geometry of a model, or of one rank's share of it. */
+export interface KvShape {
+  nLayers: number;
+  nKvHeads: number;
+  headDim: number;
+}
+
+export type KvCacheSpec = KvShape & KvPoolSpec;
 
 /** A paged K/V cache pool: per layer, `[nBlocks][blockSize][nKvHeads][headDim]` for K and V. */
 export interface KvCache {
@@ -80,11 +87,15 @@ export interface StepLayout {
   sequences: SequenceSlice[];
 }
 
-/** The integers of a step: what changes between steps of the same shape. */
-export interface StepInputs {
+/**
+ * One step's tokens: which token goes where, and which rows' logits come back. Its
+ * integers (ids, positions, block tables, logit rows) are what changes between steps of
+ * the same shape.
+ */
+export interface Step {
   ids: Int32Array;
-  positions: Int32Array;
-  sequences: readonly SequenceSlice[];
+  layout: StepLayout;
+  /** Rows whose logits are computed, in this order (none: the step only fills caches). */
   logitRows: Int32Array;
 }
 
@@ -115,8 +126,13 @@ export interface Collective {
 }
 
 /** Bytes of one position of one layer's K (or V) in a cache of `spec`. */
-export function kvRowBytes(spec: KvCacheSpec): number {
+export function kvRowBytes(spec: Pick<KvCacheSpec, "nKvHeads" | "headDim" | "dtype">): number {
   return spec.nKvHeads * spec.headDim * (spec.dtype === "f16" ? 2 : 4);
+}
+
+/** Bytes of a whole cache of `spec`: K and V of every layer, every block. */
+export function kvCacheBytes(spec: KvCacheSpec): number {
+  return 2 * spec.nLayers * spec.nBlocks * spec.blockSize * kvRowBytes(spec);
 }
 
 /** What is wrong with a `copyKvRows` call on a cache of `spec`; null when nothing is. */
@@ -142,6 +158,10 @@ export interface StepInterrupt {
   seen: number;
 }
 
+/**
+ * The ops every backend offers. Ops may be queued (a CUDA stream, the CPU's op list) and
+ * run when something reads a result back; `synchronize` runs what is queued.
+ */
 export interface Backend {
   readonly kind: DeviceKind;
 
@@ -161,10 +181,19 @@ export interface Backend {
 
   /**
    * Copies positions [0, rows) of cache block `from` into block `to`, K and V of every
-   * layer (a prefix shared up to the middle of a block). Optional: without it the engine
-   * shares prefixes by whole blocks only.
+   * layer: a prefix shared up to the middle of a block.
    */
-  copyKvRows?(cache: KvCache, from: number, to: number, rows: number): void;
+  copyKvRows(cache: KvCache, from: number, to: number, rows: number): void;
+
+  /**
+   * Issues the ops of one step: `ops` makes the model's calls for `step`, whose K/V go to
+   * `cache`. The ops may depend on the step's integers only through the arrays of `step`
+   * they pass to the ops, and otherwise only on the step's shape (rows per sequence, table
+   * lengths, logit rows), `cache` and memory allocated from this backend. A backend whose
+   * cost of issuing ops is worth saving (the CPU's op list) may then skip `ops` and issue
+   * again what an earlier step of the same shape issued, with this step's integers.
+   */
+  runStep(step: Step, cache: KvCache, ops: () => void): void;
 
   /** out[i] = table[ids[i]] (dequantized). */
   embed(out: Activation, table: Weight, ids: Int32Array): void;
@@ -179,33 +208,10 @@ export interface Backend {
   matmul(out: Activation, w: Weight, x: Activation): void;
 
   /**
-   * outs[i] = x · ws[i]ᵀ for weights that read the same x (Q, K and V; gate and up), in one
-   * call. Optional: a backend that can share work and synchronization between the
-   * products offers it, others get one matmul each.
+   * outs[i] = x · ws[i]ᵀ for weights of one width that read the same x (Q, K and V; gate
+   * and up): one call, so that a backend can share work and synchronization between them.
    */
-  matmulMany?(outs: Activation[], ws: Weight[], x: Activation): void;
-
-  /**
-   * Returns once every op issued so far has run. Backends that queue work (a CUDA stream,
-   * the CPU's recorded op list) offer it: a step that reads nothing back calls it, so the
-   * step has really run when it returns (its timing sizes the next steps; ranks stay in
-   * lockstep). A backend that can stop between ops honours `interrupt`: it returns false
-   * when it stopped, and whatever the step would have written (its cache rows included) is
-   * then left half done, to be computed again.
-   */
-  synchronize?(interrupt?: StepInterrupt): boolean;
-
-  /**
-   * Optional step replay, for backends whose cost of recording a step's ops is worth
-   * saving (the CPU's op list). A model calls `replayStep` first: true means the ops of the
-   * last step recorded under `key` are queued again with `inputs`' integers, and the step
-   * is done. Otherwise it brackets its ops with `beginStep` and `endStep`, and the backend
-   * may keep them for the next step of that key. The key must name everything the ops
-   * depend on apart from `inputs`: the buffers and shapes they use.
-   */
-  replayStep?(key: string, inputs: StepInputs): boolean;
-  beginStep?(key: string, inputs: StepInputs): void;
-  endStep?(): void;
+  matmulMany(outs: Activation[], ws: Weight[], x: Activation): void;
 
   /** Rotary embedding, NeoX layout, in place on every head of every row at its position. */
   ropeNeox(
@@ -240,25 +246,18 @@ export interface Backend {
 
   /**
    * Sums `a` over every rank of `group`, in place: the partial products of a matrix split
-   * by input columns under tensor parallelism. Optional: a backend without it cannot run a
-   * sharded model (the load says so).
+   * by input columns under tensor parallelism.
    */
-  allReduce?(a: Activation, group: Collective): void;
+  allReduce(a: Activation, group: Collective): void;
 
   /**
-   * Memory read bandwidth of this device in GB/s, measured now (benchmarks report decode
-   * efficiency against it). Optional: the reference backend has no meaningful figure.
+   * Returns once every op issued so far has run: a step that reads nothing back calls it,
+   * so the step has really run when it returns (its timing sizes the next steps; ranks
+   * stay in lockstep). A backend that can stop between ops honours `interrupt`: it returns
+   * false when it stopped, and whatever the step would have written (its cache rows
+   * included) is then left half done, to be computed again. Others run whole, return true.
    */
-  bandwidthGBs?(): number;
-
-  /**
-   * Device-resident backends: fails, before anything is allocated, when `bytes` more would
-   * not fit in the device's free memory (the error carries the numbers).
-   */
-  ensureFits?(bytes: number, what?: string): void;
-
-  /** Device-resident backends: bytes this backend holds on the device now. */
-  deviceBytes?(): number;
+  synchronize(interrupt?: StepInterrupt): boolean;
 
   /**
    * The index of the largest value of each row, computed where the data lives: greedy
@@ -266,11 +265,42 @@ export interface Backend {
    * what is queued first, in the same submission where the backend can (the CPU's op
    * list, the GPU's stream).
    */
-  argmaxRows?(a: Activation): Int32Array;
+  argmaxRows(a: Activation): Int32Array;
 
   /** Reads an activation back to the host. */
   read(a: Activation): Float32Array;
 
   /** Releases everything the backend holds. */
   close(): void;
+}
+
+/** What a backend whose memory is a device's (a GPU) adds: checked once, at load. */
+export interface DeviceMemory {
+  /**
+   * Fails, before anything is allocated, when `bytes` more would not fit in the device's
+   * free memory (the error carries the numbers).
+   */
+  ensureFits(bytes: number, what?: string): void;
+  /** Bytes this backend holds on the device now. */
+  deviceBytes(): number;
+}
+
+/** The backend's device memory, or null where its memory is the host's. */
+export function deviceMemoryOf(backend: Backend): DeviceMemory | null {
+  const b = backend as Backend & Partial<DeviceMemory>;
+  return typeof b.ensureFits === "function" && typeof b.deviceBytes === "function"
+    ? b as Backend & DeviceMemory
+    : null;
+}
+
+/** What a backend with a meaningful memory bandwidth figure (not the reference) adds. */
+export interface BandwidthProbe {
+  /** Memory read bandwidth of this device in GB/s, measured now. */
+  bandwidthGBs(): number;
+}
+
+/** The backend's bandwidth probe, or null where it has none. */
+export function bandwidthProbeOf(backend: Backend): BandwidthProbe | null {
+  const b = backend as Backend & Partial<BandwidthProbe>;
+  return typeof b.bandwidthGBs === "function" ? b as Backend & BandwidthProbe : null;
 }

@@ -6,10 +6,9 @@
  * side by side.
  */
 
-import type { Activation, Backend, KvCache } from "../backend/backend.ts";
-import type { GgufFile } from "../gguf/mod.ts";
-import { Qwen3Model } from "../models/qwen3.ts";
-import { argmax } from "../engine/sampler.ts";
+import type { Backend, Step } from "../backend/backend.ts";
+import type { GgufModel } from "../models/family.ts";
+import { ModelInstance } from "../models/instance.ts";
 
 export interface Measurement {
   test: string;
@@ -43,55 +42,54 @@ function tokens(n: number, vocab: number, seed: number): Int32Array {
 }
 
 export class ModelBench {
-  readonly #cache: KvCache;
   readonly #table: Int32Array;
 
-  constructor(readonly model: Qwen3Model, readonly backend: Backend, readonly maxTokens: number) {
-    const hp = model.hparams;
+  private constructor(
+    readonly model: GgufModel,
+    readonly instance: ModelInstance,
+    readonly maxTokens: number,
+    blocks: number,
+  ) {
+    this.#table = Int32Array.from({ length: blocks }, (_, i) => i);
+  }
+
+  /** Binds `model` to `backend` with a KV cache of `maxTokens` positions. */
+  static load(model: GgufModel, backend: Backend, maxTokens: number): ModelBench {
     const blockSize = 16;
     const nBlocks = Math.ceil(maxTokens / blockSize);
-    this.#cache = backend.createKvCache({
-      nLayers: hp.nLayers,
-      nKvHeads: hp.nKvHeads,
-      headDim: hp.headDim,
-      blockSize,
-      nBlocks,
-      dtype: "f16",
-    });
-    this.#table = Int32Array.from({ length: nBlocks }, (_, i) => i);
+    const instance = ModelInstance.create(model, backend, { blockSize, nBlocks, dtype: "f16" });
+    return new ModelBench(model, instance, maxTokens, nBlocks);
   }
 
-  static load(file: GgufFile, backend: Backend, maxTokens: number): ModelBench {
-    return new ModelBench(Qwen3Model.load(file, backend), backend, maxTokens);
-  }
-
-  /** Runs `ids` at positions start.. and returns the last row's logits, on the device. */
-  #logits(ids: Int32Array, start: number): Activation {
-    const layout = {
-      positions: Int32Array.from(ids, (_, i) => start + i),
-      sequences: [{ rowStart: 0, rowCount: ids.length, blockTable: this.#table }],
+  /** `ids` at positions start.., with the last row's logits asked for. */
+  #step(ids: Int32Array, start: number): Step {
+    return {
+      ids,
+      layout: {
+        positions: Int32Array.from(ids, (_, i) => start + i),
+        sequences: [{ rowStart: 0, rowCount: ids.length, blockTable: this.#table }],
+      },
+      logitRows: Int32Array.of(ids.length - 1),
     };
-    return this.model.forward(ids, layout, this.#cache, Int32Array.of(ids.length - 1));
   }
 
   /** Seconds to evaluate an n-token prompt in one batch. */
   prompt(n: number, seed: number): number {
-    const ids = tokens(n, this.model.hparams.vocabSize, seed);
+    const ids = tokens(n, this.model.shape.vocabSize, seed);
     const t0 = performance.now();
-    this.backend.read(this.#logits(ids, 0));
+    this.instance.forward(this.#step(ids, 0));
     return (performance.now() - t0) / 1000;
   }
 
   /**
-   * Seconds to generate n tokens one at a time from an empty context, greedily (on a GPU
-   * the argmax is taken on the device, as the engine does).
+   * Seconds to generate n tokens one at a time from an empty context, greedily, the argmax
+   * taken where the logits are, as the engine does.
    */
   generate(n: number, seed: number): number {
-    let next = tokens(1, this.model.hparams.vocabSize, seed)[0];
+    let next = tokens(1, this.model.shape.vocabSize, seed)[0];
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
-      const logits = this.#logits(Int32Array.of(next), i);
-      next = this.backend.argmaxRows?.(logits)[0] ?? argmax(this.backend.read(logits));
+      next = this.instance.forwardArgmax(this.#step(Int32Array.of(next), i))![0];
     }
     return (performance.now() - t0) / 1000;
   }
@@ -115,20 +113,21 @@ export class ModelBench {
 
   /**
    * Bytes a decode step reads: every weight once (the token embedding only as the tied
-   * output matrix, a lookup reads one row) plus the K/V of `context` positions.
+   * output matrix, a lookup reads one row) plus the f16 K/V of `context` positions.
    */
-  bytesPerToken(file: GgufFile, context: number): number {
-    const hp = this.model.hparams;
+  bytesPerToken(context: number): number {
+    const file = this.model.file;
+    const tied = file.tensor("output.weight") === undefined;
     let bytes = 0;
     for (const t of file.tensors) {
-      if (t.name === "token_embd.weight" && !hp.tiedOutput) continue;
+      if (t.name === "token_embd.weight" && !tied) continue;
       bytes += t.nBytes;
     }
-    const kv = 2 * hp.nLayers * hp.nKvHeads * hp.headDim * 2 * context;
-    return bytes + kv;
+    const { nLayers, nKvHeads, headDim } = this.model.shape;
+    return bytes + 2 * nLayers * nKvHeads * headDim * 2 * context;
   }
 
   close(): void {
-    this.model.close();
+    this.instance.close();
   }
 }

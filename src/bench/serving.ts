@@ -5,7 +5,9 @@
  * shared long system prompt.
  */
 
-import { type EngineHost, type GenerateRequest, GREEDY } from "../engine/mod.ts";
+import { GREEDY } from "../engine/mod.ts";
+import type { GenerateRequest } from "../frontend/mod.ts";
+import type { ModelHost } from "../harness/native/model_host.ts";
 import { mean } from "./runner.ts";
 
 export interface ConcurrencyResult {
@@ -51,7 +53,7 @@ interface Timed {
   cached: number;
 }
 
-async function timed(host: EngineHost, request: GenerateRequest): Promise<Timed> {
+async function timed(host: ModelHost, request: GenerateRequest): Promise<Timed> {
   const t0 = performance.now();
   const stream = await host.generate(request);
   let ttftMs = NaN;
@@ -77,7 +79,7 @@ function request(id: string, ids: number[], maxTokens: number): GenerateRequest 
 export class ServingBench {
   #n = 0;
 
-  constructor(readonly host: EngineHost, readonly vocab: number) {}
+  constructor(readonly host: ModelHost, readonly vocab: number) {}
 
   #id(): string {
     return `bench-${++this.#n}`;

@@ -1,7 +1,7 @@
 /** Runs the serving benchmarks on a fresh engine Worker and formats what they measured. */
 
 import type { DeviceChoice } from "../backend/mod.ts";
-import { EngineHost } from "../engine/mod.ts";
+import { ModelHost } from "../harness/native/model_host.ts";
 import {
   type ConcurrencyResult,
   type LatencyResult,
@@ -26,7 +26,7 @@ export async function runServing(
   streams: number[],
   gen: number,
 ): Promise<ServingReport> {
-  const host = await EngineHost.start({
+  const host = await ModelHost.start({
     modelPath,
     device,
     threads: cpu.threads,

@@ -1,6 +1,7 @@
+import { bandwidthProbeOf } from "../backend/backend.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
-import { openGguf } from "../gguf/mod.ts";
-import { quantizationOf } from "../engine/describe.ts";
+import { quantizationOf } from "../harness/native/describe.ts";
+import { openModel } from "../runner/mod.ts";
 import { mean, type Measurement, median, ModelBench, stddev } from "../bench/runner.ts";
 import {
   FILE_TYPE_NAMES,
@@ -116,17 +117,19 @@ export const benchCommand: Command = {
     const mmap = values.mmap !== "0";
     const path = modelPath(values);
 
-    const file = openGguf(path, { populate: true });
+    const model = openModel(path);
+    const file = model.file;
     const backend = createBackend(device, { threads, mmap });
     const maxTokens = Math.max(...prompts, ...gens) + 16;
-    const bench = ModelBench.load(file, backend, maxTokens);
+    const bench = ModelBench.load(model, backend, maxTokens);
     try {
       const pp = prompts.map((n) => bench.measure(`pp${n}`, n, reps, (k, s) => bench.prompt(k, s)));
       // Bandwidth is sampled after each repetition of the first tg test, and the median
       // taken: on a shared host it drifts by 10-20% within a minute, so a figure taken
       // once, before or after, is a different moment than the decode it is compared with.
       const bandwidths: number[] = [];
-      const sampleBandwidth = () => bandwidths.push(backend.bandwidthGBs?.() ?? NaN);
+      const probe = bandwidthProbeOf(backend);
+      const sampleBandwidth = () => bandwidths.push(probe?.bandwidthGBs() ?? NaN);
       const tg = gens.map((n, i) =>
         bench.measure(
           `tg${n}`,
@@ -137,11 +140,11 @@ export const benchCommand: Command = {
         )
       );
       const bandwidth = median(bandwidths);
-      const bytesPerToken = bench.bytesPerToken(file, gens[0] / 2);
+      const bytesPerToken = bench.bytesPerToken(gens[0] / 2);
       const tgRate = mean(tg[0].samples);
       const efficiency = (tgRate * bytesPerToken) / (bandwidth * 1e9);
       const label = `${values.synthetic ?? path.split("/").at(-1)} ${quantizationOf(file)}`;
-      const size = file.tensors.reduce((a, t) => a + t.nBytes, 0);
+      const size = file.tensorBytes;
       const params = file.tensors.reduce((a, t) => a + t.nElements, 0);
       const nThreads = "pool" in backend ? (backend.pool as { threads: number }).threads : threads;
       if (values.json) {

@@ -1,7 +1,7 @@
 import { errorMessage } from "../common/errors.ts";
-import { Engine } from "../engine/engine.ts";
-import type { EngineEvent, GenerateRequest, Prompt } from "../engine/protocol.ts";
-import { GREEDY } from "../engine/sampler.ts";
+import { GREEDY } from "../engine/mod.ts";
+import type { GenerateRequest, GenerationEvent, Prompt } from "../frontend/mod.ts";
+import { ModelSession } from "../harness/native/model_session.ts";
 import { parseMessages } from "../chat/mod.ts";
 import { type Command, countFlag, EXIT_OK, EXIT_RUNTIME, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
@@ -103,7 +103,7 @@ export const generateCommand: Command = {
       parseOutput: false,
     };
 
-    const engine = Engine.open({
+    const session = ModelSession.open({
       modelPath: values.model,
       device: device as "auto",
       threads: countFlag("generate", "--threads", values.threads, 0),
@@ -113,20 +113,20 @@ export const generateCommand: Command = {
       kvDtype: "f16",
     });
     try {
-      return Promise.resolve(run(engine, request, values.json ?? false));
+      return Promise.resolve(run(session, request, values.json ?? false));
     } finally {
-      engine.close();
+      session.close();
     }
   },
 };
 
-function run(engine: Engine, request: GenerateRequest, json: boolean): number {
+function run(session: ModelSession, request: GenerateRequest, json: boolean): number {
   const ids: number[] = [];
   const steps: Array<{ id: number; top: Array<[number, number]> }> = [];
   let text = "";
   let failure: string | null = null;
   const encoder = new TextEncoder();
-  const onEvent = (ev: EngineEvent): void => {
+  const onEvent = (ev: GenerationEvent): void => {
     if (ev.type === "delta") {
       for (const t of ev.tokens) {
         ids.push(t.id);
@@ -143,8 +143,8 @@ function run(engine: Engine, request: GenerateRequest, json: boolean): number {
       failure = `${ev.code}: ${ev.message}`;
     }
   };
-  engine.submit(request, onEvent);
-  while (engine.hasWork) engine.step();
+  session.submit(request, onEvent);
+  while (session.hasWork) session.step();
   if (failure !== null) {
     console.error(`neuron: ${failure}`);
     return EXIT_RUNTIME;

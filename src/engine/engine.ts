@@ -1,33 +1,20 @@
 /**
- * The engine of one loaded model. It owns the file, weights, tokenizer, chat template,
- * KV cache and the running sequences, and advances them one step at a time: each step
- * feeds every decoding sequence its last token plus a chunk of a waiting prompt, in one
- * forward pass, then samples for every sequence that produced logits. Runs inside the
- * model's Worker (worker.ts); nothing here knows about messages or HTTP.
+ * The engine core of one loaded model, on token ids only. It owns the KV cache's block
+ * pool and the running sequences, and advances them one step at a time: each step feeds
+ * every decoding sequence its last token plus a chunk of a waiting prompt, in one forward
+ * pass of its runner, then samples for every sequence that produced logits. Text is the
+ * front end's; the runner (runner/) is handed in, whatever device or split it runs on.
  */
 
-import {
-  type ChatTemplate,
-  chatTemplateFromGguf,
-  OutputParser,
-  promptOpensReasoning,
-} from "../chat/mod.ts";
-import type { SequenceSlice, StepInterrupt } from "../backend/backend.ts";
-import { errorMessage } from "../common/errors.ts";
-import { type GgufFile, openGguf } from "../gguf/mod.ts";
-import { readQwen3Hparams } from "../models/qwen3.ts";
-import { loadTokenizer, type Tokenizer } from "../tokenizer/mod.ts";
+import type { SequenceSlice, Step, StepInterrupt } from "../backend/backend.ts";
+import type { ModelRunner } from "../runner/runner.ts";
 import { EngineError } from "./errors.ts";
 import { BlockPool } from "./kv/block_pool.ts";
-import { Scheduler } from "./scheduler.ts";
-import { StepBudget, stepWork } from "./step_budget.ts";
-import type { EngineOptions, EngineStats, GenerateRequest, ModelDescription } from "./protocol.ts";
+import type { EngineOptions, EngineRequest, EngineStats, SequenceObserver } from "./request.ts";
 import { type SampledToken, topIds } from "./sampler.ts";
-import { type EventSink, Sequence } from "./sequence.ts";
-import { describeModel } from "./describe.ts";
-import { type ModelRunner, openRunner, type StepBatch } from "./runner.ts";
-
-const KV_BLOCK_SIZE = 16;
+import { Scheduler } from "./scheduler.ts";
+import { Sequence } from "./sequence.ts";
+import { StepBudget, stepWork } from "./step_budget.ts";
 
 /** A sequence's next token, and the raw top logits it asked to see. */
 interface Pick {
@@ -39,11 +26,7 @@ const DEFAULT_STEP_TARGET_MS = 150;
 const MIN_STEP_TOKENS = 16;
 
 export class Engine {
-  readonly description: ModelDescription;
-  readonly #file: GgufFile;
   readonly #runner: ModelRunner;
-  readonly #tokenizer: Tokenizer;
-  readonly #template: ChatTemplate | null;
   readonly #pool: BlockPool;
   readonly #scheduler: Scheduler;
   readonly #budget: StepBudget;
@@ -60,81 +43,19 @@ export class Engine {
     interruptedSteps: 0,
   };
 
-  private constructor(
-    options: EngineOptions,
-    file: GgufFile,
-    runner: ModelRunner,
-    pool: BlockPool,
-    contextLength: number,
-    tokenizer: Tokenizer,
-    template: ChatTemplate | null,
-  ) {
-    this.#file = file;
+  constructor(runner: ModelRunner, options: EngineOptions) {
     this.#runner = runner;
-    this.#pool = pool;
-    this.#contextLength = contextLength;
-    this.#tokenizer = tokenizer;
-    this.#template = template;
-    this.#scheduler = new Scheduler(pool, {
+    this.#pool = new BlockPool(options.kv.nBlocks, options.kv.blockSize);
+    this.#contextLength = options.contextLength;
+    this.#scheduler = new Scheduler(this.#pool, {
       maxSequences: Math.max(1, options.maxSequences),
-      copyRows: runner.copyKvRows?.bind(runner),
+      copyRows: runner.copyKvRows,
     });
     this.#budget = new StepBudget(
       options.stepTargetMs ?? DEFAULT_STEP_TARGET_MS,
       Math.min(MIN_STEP_TOKENS, options.maxBatchTokens),
       options.maxBatchTokens,
     );
-    this.description = {
-      ...describeModel(
-        file,
-        runner.hparams,
-        contextLength,
-        runner.kvBytes,
-        runner.device,
-        tokenizer,
-      ),
-      deviceBytes: runner.deviceBytes?.() ?? 0,
-    };
-  }
-
-  /** Opens the model file and builds everything; a failure releases what was built. */
-  static open(options: EngineOptions): Engine {
-    const file = openGguf(options.modelPath, { populate: true });
-    try {
-      const tokenizer = loadTokenizer(file);
-      let template: ChatTemplate | null = null;
-      try {
-        template = chatTemplateFromGguf(file);
-      } catch {
-        // A model without a usable template still serves completions; chat says why.
-      }
-      const hp = readQwen3Hparams(file);
-      const cap = options.contextLength > 0 ? options.contextLength : hp.contextLength;
-      const contextLength = Math.min(cap, hp.contextLength);
-      // The pool always holds at least one whole-context sequence, so a request that fits
-      // the context can always run, even alone after preempting everyone else.
-      const blockBytes = 2 * hp.nLayers * KV_BLOCK_SIZE * hp.nKvHeads * hp.headDim *
-        (options.kvDtype === "f16" ? 2 : 4);
-      const budgetBlocks = Math.floor((options.kvBudgetBytes ?? 0) / blockBytes);
-      const nBlocks = Math.max(Math.ceil(contextLength / KV_BLOCK_SIZE), budgetBlocks);
-      const pool = new BlockPool(nBlocks, KV_BLOCK_SIZE);
-      const runner = openRunner(
-        file,
-        {
-          device: options.device,
-          threads: options.threads,
-          mmap: options.mmap,
-          tensorParallel: options.tensorParallel,
-          devices: options.devices,
-          cuda: options.cuda,
-        },
-        { blockSize: KV_BLOCK_SIZE, nBlocks, dtype: options.kvDtype },
-      );
-      return new Engine(options, file, runner, pool, contextLength, tokenizer, template);
-    } catch (err) {
-      file.close();
-      throw err;
-    }
   }
 
   get hasWork(): boolean {
@@ -142,14 +63,15 @@ export class Engine {
   }
 
   /**
-   * Validates and queues a request. Errors (bad template input, prompt too long) are
-   * thrown here, before anything is streamed.
+   * Validates and queues a request; `observer` hears its tokens. Errors (an empty prompt,
+   * ids outside the vocabulary, a prompt too long) are thrown here, before anything runs.
    */
-  submit(request: GenerateRequest, sink: EventSink): void {
-    const { ids, parser } = this.#preparePrompt(request);
+  submit(request: EngineRequest, observer: SequenceObserver): void {
+    const ids = request.prompt;
     if (ids.length === 0) throw new EngineError("invalid_request", "the prompt is empty");
+    const vocabSize = this.#runner.shape.vocabSize;
     for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.#runner.hparams.vocabSize) {
+      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
         throw new EngineError("invalid_request", `token id ${id} is outside the vocabulary`);
       }
     }
@@ -162,22 +84,7 @@ export class Engine {
           `${ids.length} tokens` + (asked !== undefined ? ` and ${asked} more were requested` : ""),
       );
     }
-    const seq = new Sequence(
-      request,
-      ids,
-      asked ?? room,
-      this.#tokenizer,
-      this.#runner.hparams.vocabSize,
-      parser,
-      sink,
-    );
-    // A chat history is re-rendered each turn: only up to its last turn's opening is sure
-    // to come back token for token.
-    const imStart = this.#tokenizer.tokenId("<|im_start|>");
-    const opening = imStart === undefined ? -1 : ids.lastIndexOf(imStart);
-    if (opening >= 0) seq.reuseBoundary = opening + 1;
-    this.#scheduler.enqueue(seq);
-    sink({ type: "accepted", id: request.id, promptTokens: ids.length });
+    this.#scheduler.enqueue(new Sequence(request, asked ?? room, vocabSize, observer));
   }
 
   /** Stops a request (queued or running) and frees its cache blocks. */
@@ -228,7 +135,7 @@ export class Engine {
       slices.push({ rowStart, rowCount: run.count, blockTable: Int32Array.from(run.seq.blocks) });
     }
 
-    const batch = {
+    const step: Step = {
       ids: Int32Array.from(ids),
       layout: { positions: Int32Array.from(positions), sequences: slices },
       logitRows: Int32Array.from(logitRows),
@@ -236,7 +143,7 @@ export class Engine {
     const sampling = runs.filter((r) => r.sample).map((r) => r.seq);
     const started = performance.now();
     const stoppable = prefill > 0 && !this.#interrupted;
-    const picks = this.#run(batch, sampling, stoppable ? interrupt : undefined);
+    const picks = this.#run(step, sampling, stoppable ? interrupt : undefined);
     this.#interrupted = picks === null;
     if (picks === null) {
       this.#stats.interruptedSteps++;
@@ -268,27 +175,20 @@ export class Engine {
     };
   }
 
-  close(): void {
-    this.cancelAll();
-    this.#runner.close();
-    this.#file.close();
-  }
-
   /** The step's forward pass and each sampling sequence's pick; null when interrupted. */
-  #run(batch: StepBatch, sampling: Sequence[], interrupt?: StepInterrupt): Pick[] | null {
-    const argmaxOnly = this.#runner.forwardArgmax !== undefined &&
-      sampling.every((seq) => seq.sampler.plainGreedy && seq.topLogits === 0);
+  #run(step: Step, sampling: Sequence[], interrupt?: StepInterrupt): Pick[] | null {
+    const argmaxOnly = sampling.every((seq) => seq.sampler.plainGreedy && seq.topLogits === 0);
     if (argmaxOnly) {
-      const ids = this.#runner.forwardArgmax!(batch, interrupt);
+      const ids = this.#runner.forwardArgmax(step, interrupt);
       return ids && Array.from(ids, (id): Pick => ({ token: { id } }));
     }
-    const logits = this.#runner.forward(batch, interrupt);
+    const logits = this.#runner.forward(step, interrupt);
     return logits && this.#sample(logits, sampling);
   }
 
   /** Samples each sequence's token from its row of `rows`. */
   #sample(rows: Float32Array, sampling: Sequence[]): Pick[] {
-    const vocab = this.#runner.hparams.vocabSize;
+    const vocab = this.#runner.shape.vocabSize;
     return sampling.map((seq, i) => {
       const logits = rows.subarray(i * vocab, (i + 1) * vocab);
       const top = seq.topLogits > 0
@@ -311,42 +211,5 @@ export class Engine {
     this.#stats.prefillSeconds += (seconds * prefill) / total;
     this.#stats.decodeTokens += decode;
     this.#stats.decodeSeconds += (seconds * decode) / total;
-  }
-
-  #preparePrompt(request: GenerateRequest): { ids: number[]; parser: OutputParser | null } {
-    const prompt = request.prompt;
-    const wantsParse = request.parseOutput ?? prompt.kind === "messages";
-    if (prompt.kind === "tokens") {
-      return {
-        ids: prompt.ids,
-        parser: wantsParse ? new OutputParser({ reasoning: this.description.hasReasoning }) : null,
-      };
-    }
-    let text: string;
-    if (prompt.kind === "text") {
-      text = prompt.text;
-    } else {
-      if (this.#template === null) {
-        throw new EngineError("template_unavailable", "this model has no usable chat template");
-      }
-      try {
-        text = this.#template.render(prompt.messages, {
-          tools: prompt.tools,
-          kwargs: prompt.templateKwargs,
-        });
-      } catch (err) {
-        throw new EngineError("template_render_failed", errorMessage(err));
-      }
-    }
-    const ids = this.#tokenizer.encode(text, { parseSpecial: true, addSpecial: true });
-    const parser = wantsParse
-      ? new OutputParser({
-        reasoning: this.description.hasReasoning,
-        startInReasoning: promptOpensReasoning(text),
-        toolCalls: prompt.kind === "messages" && (prompt.tools?.length ?? 0) > 0,
-        tools: prompt.kind === "messages" ? prompt.tools : undefined,
-      })
-      : null;
-    return { ids, parser };
   }
 }

@@ -1,14 +1,8 @@
 import { NeuronError } from "../common/errors.ts";
 
-export type EngineErrorCode =
-  | "invalid_request"
-  | "context_length_exceeded"
-  | "template_unavailable"
-  | "template_render_failed"
-  | "engine_closed"
-  | "engine_crashed";
+export type EngineErrorCode = "invalid_request" | "context_length_exceeded";
 
-/** A request the engine cannot run, or an engine that cannot run any more. */
+/** A request the engine core cannot run: its prompt is empty, out of range or too long. */
 export class EngineError extends NeuronError {
   override readonly code: EngineErrorCode;
 

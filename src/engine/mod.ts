@@ -1,5 +1,9 @@
-/** The engine: one Worker per loaded model, its scheduler, sampler and generation loop. */
-export { EngineHost, EngineLoadError, EngineRequestError, GenerationStream } from "./host.ts";
+/**
+ * The engine core: continuous batching on token ids over a model runner — scheduler, KV
+ * block pool with prefix caching, sampler, step budget.
+ */
+export { Engine } from "./engine.ts";
 export { EngineError, type EngineErrorCode } from "./errors.ts";
-export type * from "./protocol.ts";
-export { GREEDY, type SamplingParams } from "./sampler.ts";
+export type * from "./request.ts";
+export { GREEDY, type SampledToken, type SamplingParams, topIds } from "./sampler.ts";
+export { kvPoolBlocks } from "./kv/pool_size.ts";

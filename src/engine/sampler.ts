@@ -6,6 +6,7 @@
  * distribution (before any of the above), as OpenAI reports them.
  */
 
+import { argmax } from "../common/argmax.ts";
 import { Rng } from "../gguf/rng.ts";
 
 export interface SamplingParams {
@@ -177,13 +178,6 @@ export class Sampler {
     }
     return cand[n - 1];
   }
-}
-
-/** Index of the largest value (the lowest index among ties). */
-export function argmax(x: ArrayLike<number>): number {
-  let best = 0;
-  for (let i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
-  return best;
 }
 
 /** The `k` indices with the largest values, best first (ties: lower index first). */

@@ -1,5 +1,6 @@
 import { assert, assertEquals, assertNotEquals } from "../../tests/support/assert.ts";
-import { argmax, GREEDY, Sampler, type SamplingParams, topIds } from "./sampler.ts";
+import { argmax } from "../common/argmax.ts";
+import { GREEDY, Sampler, type SamplingParams, topIds } from "./sampler.ts";
 
 const params = (over: Partial<SamplingParams>): SamplingParams => ({ ...GREEDY, ...over });
 

@@ -1,18 +1,10 @@
 /**
- * One request inside the engine: its prompt, its place in the KV cache, and the pipeline
- * that turns each sampled token into events:
- *   token -> end-of-generation? -> detokenize (whole characters) -> stop strings
- *         -> reasoning / tool-call parser -> delta events
+ * One request inside the engine core: its tokens, its place in the KV cache, its sampler,
+ * and when it ends (a stop token, its token budget, or its observer's say).
  */
 
-import type { OutputParser } from "../chat/mod.ts";
-import type { Tokenizer } from "../tokenizer/mod.ts";
-import { IncrementalDetokenizer } from "../tokenizer/mod.ts";
-import type { EngineEvent, FinishReason, GenerateRequest, TokenInfo } from "./protocol.ts";
+import type { EngineFinish, EngineRequest, SequenceObserver, TokenEnd } from "./request.ts";
 import { type SampledToken, Sampler } from "./sampler.ts";
-import { StopMatcher } from "./stop.ts";
-
-export type EventSink = (event: EngineEvent) => void;
 
 export class Sequence {
   readonly id: string;
@@ -33,47 +25,30 @@ export class Sequence {
   reusedTokens = -1;
   /**
    * How much of the prompt a later request may reuse to the token (the block it ends in is
-   * registered by its first tokens too): the whole prompt, or for a chat prompt up to one
-   * past its last `<|im_start|>`, where the next turn's re-rendered history may start to
-   * differ (the engine sets it).
+   * registered by its first tokens too): see EngineRequest.reuseBoundary.
    */
-  reuseBoundary: number;
+  readonly reuseBoundary: number;
   generated = 0;
-  reasoningTokens = 0;
   finished = false;
 
-  readonly #request: GenerateRequest;
-  readonly #tokenizer: Tokenizer;
-  readonly #detok: IncrementalDetokenizer;
-  readonly #stop: StopMatcher;
-  readonly #parser: OutputParser | null;
-  readonly #sink: EventSink;
-  #madeToolCall = false;
-  // Text after a stop string is never shown, held-back bytes included.
-  #stopStringHit = false;
+  readonly #stopIds: ReadonlySet<number>;
+  readonly #observer: SequenceObserver;
 
   constructor(
-    request: GenerateRequest,
-    prompt: ArrayLike<number>,
+    request: EngineRequest,
     maxNew: number,
-    tokenizer: Tokenizer,
     vocabSize: number,
-    parser: OutputParser | null,
-    sink: EventSink,
+    observer: SequenceObserver,
   ) {
     this.id = request.id;
-    this.tokens = Array.from(prompt);
-    this.promptLength = prompt.length;
-    this.reuseBoundary = prompt.length;
+    this.tokens = Array.from(request.prompt);
+    this.promptLength = request.prompt.length;
+    this.reuseBoundary = Math.min(request.reuseBoundary ?? Infinity, request.prompt.length);
     this.maxNew = maxNew;
     this.topLogits = request.topLogits ?? 0;
-    this.#request = request;
-    this.#tokenizer = tokenizer;
-    this.sampler = new Sampler(request.sampling, vocabSize, prompt);
-    this.#detok = new IncrementalDetokenizer(tokenizer);
-    this.#stop = new StopMatcher(request.stop ?? []);
-    this.#parser = parser;
-    this.#sink = sink;
+    this.sampler = new Sampler(request.sampling, vocabSize, request.prompt);
+    this.#stopIds = new Set(request.stopTokenIds);
+    this.#observer = observer;
   }
 
   /** Tokens not yet in the cache: the rest of the prompt, or the last sampled token. */
@@ -86,62 +61,31 @@ export class Sequence {
     return this.uncached > 1 || this.generated === 0;
   }
 
-  /** Handles a sampled token; returns true when the sequence is finished. */
+  /** Takes a sampled token; returns true when the sequence is finished. */
   onToken(sampled: SampledToken, topLogits: Array<[number, number]> | undefined): boolean {
     const id = sampled.id;
     this.sampler.accept(id);
     this.generated++;
     this.tokens.push(id);
-    const bytesOf = (t: number): number[] => Array.from(this.#tokenizer.tokenBytes(t, true));
-    const info: TokenInfo = {
-      id,
-      bytes: bytesOf(id),
-      logprob: sampled.logprob,
-      top: sampled.top?.map((t) => ({ id: t.id, bytes: bytesOf(t.id), logprob: t.logprob })),
-      topLogits,
-    };
-    if (this.#parser?.inReasoning) this.reasoningTokens++;
-
-    if (!this.#request.ignoreEos && this.#tokenizer.isEog(id)) {
-      this.#emitText("", [info]);
-      this.finish("stop");
-      return true;
-    }
-    const stop = this.#stop.push(this.#detok.push(id));
-    this.#emitText(stop.text, [info]);
-    if (stop.stopped) {
-      this.#stopStringHit = true;
-      this.finish("stop");
-      return true;
-    }
-    if (this.generated >= this.maxNew) {
-      this.finish("length");
-      return true;
-    }
-    return false;
+    const end: TokenEnd = this.#stopIds.has(id)
+      ? "stop_token"
+      : this.generated >= this.maxNew
+      ? "length"
+      : null;
+    const stopped = this.#observer.token(sampled, topLogits, end);
+    if (!stopped && end === null) return false;
+    this.finish(stopped || end === "stop_token" ? "stop" : "length");
+    return true;
   }
 
-  /** Ends the sequence: flushes held text and reports usage. */
-  finish(reason: FinishReason): void {
+  /** Ends the sequence and says so, once. */
+  finish(reason: EngineFinish): void {
     if (this.finished) return;
     this.finished = true;
-    if (reason !== "cancelled") {
-      const tail = this.#stopStringHit
-        ? ""
-        : this.#stop.push(this.#detok.finish()).text + this.#stop.finish();
-      this.#emitText(tail, [], true);
-    }
-    const finishReason = reason === "stop" && this.#madeToolCall ? "tool_calls" : reason;
-    this.#sink({
-      type: "done",
-      id: this.id,
-      finishReason,
-      usage: {
-        promptTokens: this.promptLength,
-        completionTokens: this.generated,
-        cachedTokens: Math.max(0, this.reusedTokens),
-        reasoningTokens: this.reasoningTokens,
-      },
+    this.#observer.finished(reason, {
+      promptTokens: this.promptLength,
+      completionTokens: this.generated,
+      cachedTokens: Math.max(0, this.reusedTokens),
     });
   }
 
@@ -149,43 +93,6 @@ export class Sequence {
   fail(code: string, message: string): void {
     if (this.finished) return;
     this.finished = true;
-    this.#sink({ type: "error", id: this.id, code, message });
-  }
-
-  /** Routes text through the output parser and emits what it yields. */
-  #emitText(text: string, tokens: TokenInfo[], final = false): void {
-    let reasoning = "";
-    let content = "";
-    if (this.#parser === null) {
-      content = text;
-    } else {
-      const events = this.#parser.push(text);
-      if (final) events.push(...this.#parser.finish());
-      for (const e of events) {
-        if (e.kind === "tool_call") {
-          this.#flush(reasoning, content, tokens);
-          reasoning = content = "";
-          tokens = [];
-          this.#madeToolCall = true;
-          this.#sink({ type: "tool_call", id: this.id, call: e.call });
-        } else if (e.kind === "reasoning") {
-          reasoning += e.text;
-        } else {
-          content += e.text;
-        }
-      }
-    }
-    this.#flush(reasoning, content, tokens);
-  }
-
-  #flush(reasoning: string, content: string, tokens: TokenInfo[]): void {
-    if (reasoning === "" && content === "" && tokens.length === 0) return;
-    this.#sink({
-      type: "delta",
-      id: this.id,
-      ...(reasoning ? { reasoning } : {}),
-      ...(content ? { content } : {}),
-      tokens,
-    });
+    this.#observer.failed(code, message);
   }
 }

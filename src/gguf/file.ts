@@ -67,6 +67,11 @@ export class GgufFile {
     return this.source.size;
   }
 
+  /** Bytes of every tensor's data together: the weights. */
+  get tensorBytes(): number {
+    return this.tensors.reduce((sum, t) => sum + t.nBytes, 0);
+  }
+
   /** The metadata value of `key`, or undefined. */
   get(key: string): GgufValue | undefined {
     return this.kv.get(key)?.value;

@@ -11,3 +11,12 @@ export class ModelError extends NeuronError {
     this.code = code;
   }
 }
+
+/** A model that cannot be split as asked; the message says which tensor or count and why. */
+export class ShardError extends NeuronError {
+  declare readonly code: "unshardable";
+
+  constructor(message: string) {
+    super("unshardable", message);
+  }
+}

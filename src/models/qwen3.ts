@@ -12,81 +12,46 @@
  */
 
 import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
-import { architecture, optionalNumber, requireNumber } from "../gguf/metadata.ts";
 import type {
   Activation,
   AttentionShape,
   Backend,
   KvCache,
-  StepLayout,
+  KvShape,
+  Step,
   Weight,
 } from "../backend/backend.ts";
-import { ModelError } from "./errors.ts";
+import { ModelError, ShardError } from "./errors.ts";
 import {
-  type Qwen3Shard,
-  type ShardDims,
-  shardDims,
-  ShardError,
-  sliceTensor,
-  type TensorSplit,
+  type GgufModel,
+  type Model,
+  type ModelFamily,
+  type ModelShard,
   WHOLE_MODEL,
-} from "./qwen3_shard.ts";
+} from "./family.ts";
+import { ARCH, type Qwen3Hparams, readQwen3Hparams } from "./qwen3_hparams.ts";
+import { type ShardDims, shardDims, sliceTensor, type TensorSplit } from "./qwen3_shard.ts";
 
-export interface Qwen3Hparams {
-  nLayers: number;
-  nEmbd: number;
-  nFf: number;
-  nHeads: number;
-  nKvHeads: number;
-  headDim: number;
-  vocabSize: number;
-  contextLength: number;
-  ropeBase: number;
-  rmsEps: number;
-  tiedOutput: boolean;
-}
-
-/** Reads the hyper-parameters; every missing key is named in the error. */
-export function readQwen3Hparams(file: GgufFile): Qwen3Hparams {
-  const arch = architecture(file);
-  if (arch !== "qwen3") {
-    throw new ModelError(
-      "unsupported_arch",
-      `architecture '${arch}' is not supported (qwen3 only)`,
-    );
-  }
-  const key = (name: string): string => `${arch}.${name}`;
-  const nEmbd = requireNumber(file, key("embedding_length"));
-  const nHeads = requireNumber(file, key("attention.head_count"));
-  const embd = file.requireTensor("token_embd.weight");
-  return {
-    nLayers: requireNumber(file, key("block_count")),
-    nEmbd,
-    nFf: requireNumber(file, key("feed_forward_length")),
-    nHeads,
-    nKvHeads: optionalNumber(file, key("attention.head_count_kv")) ?? nHeads,
-    headDim: optionalNumber(file, key("attention.key_length")) ?? nEmbd / nHeads,
-    vocabSize: embd.ne[1],
-    contextLength: requireNumber(file, key("context_length")),
-    ropeBase: optionalNumber(file, key("rope.freq_base")) ?? 10000,
-    rmsEps: requireNumber(file, key("attention.layer_norm_rms_epsilon")),
-    tiedOutput: file.tensor("output.weight") === undefined,
-  };
-}
-
-let nextWorkspaceId = 0;
-let nextCacheId = 0;
-const cacheIds = new WeakMap<KvCache, number>();
-
-/** A number naming `cache` in step keys. */
-function cacheId(cache: KvCache): number {
-  let id = cacheIds.get(cache);
-  if (id === undefined) {
-    id = nextCacheId++;
-    cacheIds.set(cache, id);
-  }
-  return id;
-}
+/** The Qwen3 family (registry.ts). */
+export const QWEN3: ModelFamily = {
+  architecture: ARCH,
+  read(file: GgufFile): GgufModel {
+    const hp = readQwen3Hparams(file);
+    return {
+      file,
+      architecture: ARCH,
+      shape: {
+        nLayers: hp.nLayers,
+        nKvHeads: hp.nKvHeads,
+        headDim: hp.headDim,
+        vocabSize: hp.vocabSize,
+        contextLength: hp.contextLength,
+      },
+      checkSplit: (size) => void shardDims(file, hp, size),
+      load: (backend, shard) => Qwen3Model.load(file, hp, backend, shard),
+    };
+  },
+};
 
 interface LayerWeights {
   attnNorm: Weight;
@@ -104,8 +69,6 @@ interface LayerWeights {
 
 /** Scratch activations for steps of up to `tokens` rows and `logitRows` logits rows. */
 interface Workspace {
-  /** Unique among every model's workspaces: it names these buffers in step keys. */
-  id: number;
   tokens: number;
   logitRows: number;
   x: Activation;
@@ -150,17 +113,23 @@ function loadWeight(
   return backend.loadWeight({ name, type: t.type, ...sliceTensor(file, t, rows, cols, split) });
 }
 
-export class Qwen3Model {
+export class Qwen3Model implements Model {
   #workspace: Workspace | null = null;
-  /** Scratch for #stepKey, and the last key it made with the numbers it made it from. */
-  readonly #keyParts: number[] = [];
-  #lastKey: { parts: number[]; key: string } = { parts: [], key: "" };
+
+  /** This rank's share of the cache: its KV heads. */
+  get kvShape(): KvShape {
+    return {
+      nLayers: this.hparams.nLayers,
+      nKvHeads: this.local.nKvHeads,
+      headDim: this.hparams.headDim,
+    };
+  }
 
   private constructor(
     readonly hparams: Qwen3Hparams,
     /** The heads and FFN columns this rank holds (all of them unsharded). */
     readonly local: ShardDims,
-    private readonly shard: Qwen3Shard,
+    private readonly shard: ModelShard,
     private readonly backend: Backend,
     private readonly tokenEmbd: Weight,
     private readonly layers: LayerWeights[],
@@ -172,21 +141,19 @@ export class Qwen3Model {
    * Binds every tensor of `file` (this rank's part of it under `shard`) to `backend`,
    * checking names and shapes, and that the model splits as asked.
    */
-  static load(file: GgufFile, backend: Backend, shard: Qwen3Shard = WHOLE_MODEL): Qwen3Model {
-    const hp = readQwen3Hparams(file);
+  static load(
+    file: GgufFile,
+    hp: Qwen3Hparams,
+    backend: Backend,
+    shard: ModelShard = WHOLE_MODEL,
+  ): Qwen3Model {
     const { nEmbd, nFf, nHeads, nKvHeads, headDim, vocabSize } = hp;
-    if (nHeads % nKvHeads !== 0) {
-      throw new ModelError("bad_hparams", `${nHeads} heads do not group into ${nKvHeads} KV heads`);
-    }
     const local = shardDims(file, hp, shard.size);
     if (!(Number.isInteger(shard.rank) && shard.rank >= 0 && shard.rank < shard.size)) {
       throw new ShardError(`rank ${shard.rank} is not one of the ${shard.size} ranks`);
     }
-    if (shard.size > 1 && (shard.collective === null || backend.allReduce === undefined)) {
-      throw new ShardError(
-        `the ${backend.kind} backend cannot run a model split over ${shard.size} ranks ` +
-          "(no all-reduce)",
-      );
+    if (shard.size > 1 && shard.collective === null) {
+      throw new ShardError(`a model split over ${shard.size} ranks needs their collective`);
     }
     const byRows: TensorSplit = { by: "rows", index: shard.rank, parts: shard.size };
     const byCols: TensorSplit = { by: "cols", index: shard.rank, parts: shard.size };
@@ -215,33 +182,21 @@ export class Qwen3Model {
   }
 
   /**
-   * Runs the tokens of one step (rows of possibly several sequences, see `layout`)
+   * Runs the tokens of one step (rows of possibly several sequences, see its layout)
    * through the model, writing their K/V into `cache`, and returns the logits of the rows
-   * listed in `logitRows` (one row of `vocabSize` each, in that order; none at all when the
-   * list is empty).
+   * listed in `step.logitRows` (one row of `vocabSize` each, in that order; none at all
+   * when the list is empty).
    */
-  forward(ids: Int32Array, layout: StepLayout, cache: KvCache, logitRows: Int32Array): Activation {
-    const be = this.backend;
-    const ws = this.#workspaceFor(ids.length, logitRows.length);
-    const logits = be.rowsOf(ws.logits, logitRows.length);
-    const key = this.#stepKey(ws, cache, layout, logitRows);
-    const inputs = { ids, positions: layout.positions, sequences: layout.sequences, logitRows };
-    if (be.replayStep?.(key, inputs)) return logits;
-    be.beginStep?.(key, inputs);
-    this.#record(ids, layout, cache, logitRows, ws, logits);
-    be.endStep?.();
+  forward(step: Step, cache: KvCache): Activation {
+    const ws = this.#workspaceFor(step.ids.length, step.logitRows.length);
+    const logits = this.backend.rowsOf(ws.logits, step.logitRows.length);
+    this.backend.runStep(step, cache, () => this.#record(step, cache, ws, logits));
     return logits;
   }
 
-  /** The step's ops, recorded through the backend; the logits land in `logits`. */
-  #record(
-    ids: Int32Array,
-    layout: StepLayout,
-    cache: KvCache,
-    logitRows: Int32Array,
-    ws: Workspace,
-    logits: Activation,
-  ): void {
+  /** The step's ops, issued through the backend; the logits land in `logits`. */
+  #record(step: Step, cache: KvCache, ws: Workspace, logits: Activation): void {
+    const { ids, layout, logitRows } = step;
     const hp = this.hparams;
     const { nHeads, nKvHeads } = this.local;
     const be = this.backend;
@@ -268,7 +223,7 @@ export class Qwen3Model {
     be.embed(x, this.tokenEmbd, ids);
     this.layers.forEach((l, layer) => {
       be.rmsNorm(xn, x, l.attnNorm, hp.nEmbd, hp.rmsEps);
-      this.#project([q, k, v], [l.wq, l.wk, l.wv], xn);
+      be.matmulMany([q, k, v], [l.wq, l.wk, l.wv], xn);
       be.rmsNorm(q, q, l.qNorm, hp.headDim, hp.rmsEps);
       be.rmsNorm(k, k, l.kNorm, hp.headDim, hp.rmsEps);
       be.ropeNeox(q, layout, nHeads, hp.headDim, hp.ropeBase);
@@ -280,7 +235,7 @@ export class Qwen3Model {
       be.add(x, x, proj);
 
       be.rmsNorm(xn, x, l.ffnNorm, hp.nEmbd, hp.rmsEps);
-      this.#project([gate, up], [l.wGate, l.wUp], xn);
+      be.matmulMany([gate, up], [l.wGate, l.wUp], xn);
       be.siluMul(gate, gate, up);
       be.matmul(proj, l.wDown, gate);
       this.#sumOverRanks(proj);
@@ -295,39 +250,10 @@ export class Qwen3Model {
     be.matmul(logits, this.output, last);
   }
 
-  /** What a step's ops depend on besides its integers: this workspace and cache, and the
-   * shapes of the batch (rows per sequence, table lengths, logit rows). Consecutive decode
-   * steps have the same shape: the key of the last step is reused when its numbers match. */
-  #stepKey(ws: Workspace, cache: KvCache, layout: StepLayout, logitRows: Int32Array): string {
-    const parts = this.#keyParts;
-    parts.length = 0;
-    parts.push(ws.id, cacheId(cache), layout.positions.length, logitRows.length);
-    for (let i = 0; i < layout.sequences.length; i++) {
-      const s = layout.sequences[i];
-      parts.push(s.rowStart, s.rowCount, s.blockTable.length);
-    }
-    const last = this.#lastKey;
-    if (parts.length === last.parts.length && parts.every((v, i) => v === last.parts[i])) {
-      return last.key;
-    }
-    this.#lastKey = { parts: parts.slice(), key: parts.join("|") };
-    return this.#lastKey.key;
-  }
-
-  /** outs[i] = ws[i] · x, in one backend call where the backend can share the work. */
-  #project(outs: Activation[], ws: Weight[], x: Activation): void {
-    const be = this.backend;
-    if (be.matmulMany !== undefined) {
-      be.matmulMany(outs, ws, x);
-    } else {
-      ws.forEach((w, i) => be.matmul(outs[i], w, x));
-    }
-  }
-
   /** Adds the partial products of the other ranks (nothing to add unsharded). */
   #sumOverRanks(a: Activation): void {
     const group = this.shard.collective;
-    if (this.shard.size > 1 && group !== null) this.backend.allReduce!(a, group);
+    if (this.shard.size > 1 && group !== null) this.backend.allReduce(a, group);
   }
 
   /** Scratch space large enough for the step; grows (and frees the old one) when needed. */
@@ -342,7 +268,6 @@ export class Qwen3Model {
     const qDim = this.local.nHeads * hp.headDim;
     const kvDim = this.local.nKvHeads * hp.headDim;
     this.#workspace = {
-      id: nextWorkspaceId++,
       tokens: t,
       logitRows: lr,
       x: be.activation(t, hp.nEmbd),
@@ -361,7 +286,7 @@ export class Qwen3Model {
   }
 
   #freeWorkspace(ws: Workspace): void {
-    const { id: _i, tokens: _t, logitRows: _l, ...acts } = ws;
+    const { tokens: _t, logitRows: _l, ...acts } = ws;
     for (const a of Object.values(acts)) this.backend.free(a);
   }
 

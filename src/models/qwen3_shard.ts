@@ -13,36 +13,16 @@
  * whole on every rank. N = 1 is the whole model, untouched.
  */
 
-import { NeuronError } from "../common/errors.ts";
 import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
 import { rowBytes } from "../gguf/types.ts";
-import type { Collective } from "../backend/backend.ts";
-import type { Qwen3Hparams } from "./qwen3.ts";
-
-/** Which part of the model this process computes. */
-export interface Qwen3Shard {
-  rank: number;
-  size: number;
-  /** Sums the partial products over the ranks; required when size > 1. */
-  collective: Collective | null;
-}
-
-export const WHOLE_MODEL: Qwen3Shard = { rank: 0, size: 1, collective: null };
+import { ShardError } from "./errors.ts";
+import type { Qwen3Hparams } from "./qwen3_hparams.ts";
 
 /** The counts one rank holds. */
 export interface ShardDims {
   nHeads: number;
   nKvHeads: number;
   nFf: number;
-}
-
-/** A model that cannot be split as asked; the message says which tensor or count and why. */
-export class ShardError extends NeuronError {
-  declare readonly code: "unshardable";
-
-  constructor(message: string) {
-    super("unshardable", message);
-  }
 }
 
 /** One rank's part of a tensor: its output rows, or its input columns. */

@@ -1,8 +1,20 @@
 /**
- * What the OpenAI layer needs from whatever generates text, in its own terms so this folder
- * depends on no engine: the request's generation settings, and the event stream of one
- * generation (text deltas with per-token log-probs, tool calls, the end with usage).
+ * What the OpenAI layer needs from whatever generates text: the request's generation
+ * settings resolved into the engine's sampling parameters, and the event stream of one
+ * generation (the front end's vocabulary: text deltas with per-token log-probs, tool
+ * calls, the end with usage).
  */
+
+import type { SamplingParams } from "../engine/sampler.ts";
+import type { GenerationEvent } from "../frontend/events.ts";
+
+export type {
+  FinishReason,
+  GeneratedToken,
+  GenerationEvent,
+  TokenAlternative,
+  UsageCounts,
+} from "../frontend/events.ts";
 
 /** Sampling settings as the request gave them; absent fields fall back to model defaults. */
 export interface RequestedSampling {
@@ -25,21 +37,6 @@ export interface ModelSamplingDefaults {
   minP?: number;
 }
 
-/** Fully resolved sampling: every knob has a value. */
-export interface ResolvedSampling {
-  temperature: number;
-  topK: number;
-  topP: number;
-  minP: number;
-  repetitionPenalty: number;
-  presencePenalty: number;
-  frequencyPenalty: number;
-  logitBias?: Map<number, number>;
-  seed?: number;
-  logprobs: boolean;
-  topLogprobs: number;
-}
-
 /** The temperature used when neither the request nor the model names one. */
 export const FALLBACK_TEMPERATURE = 0.7;
 
@@ -52,7 +49,7 @@ export function resolveSampling(
   req: RequestedSampling,
   defaults: ModelSamplingDefaults,
   logprobs: { logprobs: boolean; topLogprobs: number },
-): ResolvedSampling {
+): SamplingParams {
   const topK = req.topK ?? defaults.topK ?? 0;
   return {
     temperature: req.temperature ?? defaults.temperature ?? FALLBACK_TEMPERATURE,
@@ -68,37 +65,6 @@ export function resolveSampling(
     topLogprobs: logprobs.topLogprobs,
   };
 }
-
-/** One alternative at a step, with its bytes so it can be shown as text. */
-export interface TokenAlternative {
-  id: number;
-  bytes: Uint8Array;
-  logprob: number;
-}
-
-/** One generated token. */
-export interface GeneratedToken {
-  id: number;
-  bytes: Uint8Array;
-  logprob?: number;
-  top?: TokenAlternative[];
-}
-
-export type FinishReason = "stop" | "length" | "tool_calls";
-
-export interface UsageCounts {
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens: number;
-  reasoningTokens: number;
-}
-
-export type GenerationEvent =
-  | { type: "delta"; reasoning?: string; content?: string; tokens: GeneratedToken[] }
-  | { type: "tool_call"; name: string; arguments: string }
-  | { type: "done"; finishReason: FinishReason; usage: UsageCounts }
-  /** Generation failed or was stopped by the node (unload, shutdown) after it started. */
-  | { type: "error"; code: string; message: string };
 
 /** A running generation, as the renderers consume it. */
 export interface Generation {

@@ -77,6 +77,12 @@ export class Tokenizer {
     return this.#vocab.eogIds.has(id);
   }
 
+  /** Whether `id` is a control token (`<|im_start|>`, BOS...): no text unless asked. */
+  isControl(id: number): boolean {
+    this.#check(id);
+    return (this.#vocab.attrs[id] & ATTR_CONTROL) !== 0;
+  }
+
   /** The id of the token whose vocabulary text is exactly `text`. */
   tokenId(text: string): number | undefined {
     return this.#vocab.idOf.get(text);

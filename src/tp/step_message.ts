@@ -4,16 +4,11 @@
  * with every index checked on the way in, since the kernels trust them.
  */
 
-import type { SequenceSlice, StepLayout } from "../backend/backend.ts";
+import type { KvPoolSpec, SequenceSlice, Step, StepLayout } from "../backend/backend.ts";
 import { TpError } from "./errors.ts";
 import type { RequestOf } from "./protocol.ts";
 
 export type GenerateStep = RequestOf<"generate_step">;
-
-export interface KvShape {
-  blockSize: number;
-  nBlocks: number;
-}
 
 /**
  * The request for a step. Block tables are cut to the blocks the step's positions reach:
@@ -49,12 +44,15 @@ function bad(message: string): TpError {
   return new TpError("bad_request", `generate_step: ${message}`);
 }
 
-/** The ids and layout of a request, or `bad_request` naming the first index out of range. */
+/**
+ * The step of a request (workers compute no logits), or `bad_request` naming the first
+ * index out of range.
+ */
 export function stepFromRequest(
   req: GenerateStep,
   vocabSize: number,
-  kv: KvShape,
-): { ids: Int32Array; layout: StepLayout } {
+  kv: Pick<KvPoolSpec, "blockSize" | "nBlocks">,
+): Step {
   const n = req.tokens.length;
   const ids = Int32Array.from(req.tokens);
   const outside = ids.findIndex((id) => id >= vocabSize);
@@ -99,5 +97,5 @@ export function stepFromRequest(
     };
   });
   if (next !== n) throw bad(`the sequences cover ${next} of ${n} rows`);
-  return { ids, layout: { positions, sequences } };
+  return { ids, layout: { positions, sequences }, logitRows: new Int32Array(0) };
 }

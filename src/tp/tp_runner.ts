@@ -11,21 +11,19 @@
  * recovers the model by unloading and reloading it.
  */
 
-import type { Backend } from "../backend/backend.ts";
+import type { Backend, KvPoolSpec, Step } from "../backend/backend.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
+import { argmax } from "../common/argmax.ts";
 import { errorMessage } from "../common/errors.ts";
 import { log } from "../common/log.ts";
-import type { GgufFile } from "../gguf/mod.ts";
-import type { KvPoolSpec, ModelRunner, StepBatch } from "../engine/runner.ts";
-import { type Qwen3Hparams, readQwen3Hparams } from "../models/qwen3.ts";
-import { shardDims, ShardError } from "../models/qwen3_shard.ts";
+import type { GgufModel, ModelShape } from "../models/family.ts";
+import { ModelInstance } from "../models/instance.ts";
 import { commIdToHex } from "./comm_id.ts";
 import type { Communicator } from "./communicator.ts";
 import { CpuCommunicator } from "./cpu_comm.ts";
 import { TpError } from "./errors.ts";
 import { NcclCommunicator, ncclUniqueId } from "./nccl.ts";
 import type { Reply, Request } from "./protocol.ts";
-import { ShardRunner } from "./shard_runner.ts";
 import { stepRequest } from "./step_message.ts";
 import { type WorkerCommand, workerCommand } from "./worker_command.ts";
 import { WorkerPool } from "./worker_pool.ts";
@@ -58,8 +56,9 @@ function expectOk(replies: Reply[], what: string): void {
   });
 }
 
-export class TpRunner implements ModelRunner {
-  readonly hparams: Qwen3Hparams;
+/** The leader's side of a tensor-parallel model: a ModelRunner (runner/runner.ts). */
+export class TpRunner {
+  readonly shape: ModelShape;
   readonly worldSize: number;
   #failure: TpError | null = null;
   #steps = 0;
@@ -70,16 +69,18 @@ export class TpRunner implements ModelRunner {
     private readonly backend: Backend,
     private readonly comm: Communicator,
     private readonly pool: WorkerPool,
-    private readonly shard: ShardRunner,
+    private readonly shard: ModelInstance,
     private readonly kv: KvPoolSpec,
     private readonly stepDeadlineMs: number,
+    shape: ModelShape,
   ) {
-    this.hparams = shard.model.hparams;
+    this.shape = shape;
     this.worldSize = comm.size;
   }
 
-  /** Starts the group for the model in `file` with a KV pool of `kv` on every rank. */
-  static open(file: GgufFile, options: TpRunnerOptions, kv: KvPoolSpec): TpRunner {
+  /** Starts the group for `model` with a KV pool of `kv` on every rank. */
+  static open(model: GgufModel, options: TpRunnerOptions, kv: KvPoolSpec): TpRunner {
+    const file = model.file;
     const size = options.tensorParallel;
     const devices = options.devices ?? Array.from({ length: size }, (_, i) => i);
     if (devices.length !== size) {
@@ -92,17 +93,11 @@ export class TpRunner implements ModelRunner {
       );
     }
     // Refused before any process starts: heads that do not divide, blocks a split would cut.
-    shardDims(file, readQwen3Hparams(file), size);
+    model.checkSplit(size);
     const total = options.threads > 0 ? options.threads : navigator.hardwareConcurrency || 1;
     const threads = Math.max(1, Math.floor(total / size));
     const mmap = options.mmap ?? true;
     const backend = createBackend(options.device, { threads, mmap, cuda: { device: devices[0] } });
-    if (size > 1 && backend.allReduce === undefined) {
-      backend.close();
-      throw new ShardError(
-        `the ${backend.kind} backend cannot run a model split over ${size} ranks (no all-reduce)`,
-      );
-    }
     const undo: Array<() => void> = [() => backend.close()];
     const mlog = log.child({ model: file.path, tensor_parallel: size, device: backend.kind });
     try {
@@ -113,7 +108,7 @@ export class TpRunner implements ModelRunner {
       const comm = TpRunner.#rendezvous(pool, backend, size, devices[0]);
       undo.push(() => comm.close());
       TpRunner.#sanityCheck(pool, comm);
-      const shard = TpRunner.#loadShards(pool, comm, file, file.path, backend, {
+      const shard = TpRunner.#loadShards(pool, comm, model, file.path, backend, {
         threads,
         mmap,
       }, kv);
@@ -127,6 +122,7 @@ export class TpRunner implements ModelRunner {
         shard,
         kv,
         options.stepDeadlineMs ?? STEP_DEADLINE_MS,
+        model.shape,
       );
     } catch (err) {
       for (const u of undo.reverse()) u();
@@ -217,18 +213,18 @@ export class TpRunner implements ModelRunner {
   static #loadShards(
     pool: WorkerPool,
     comm: Communicator,
-    file: GgufFile,
+    model: GgufModel,
     path: string,
     backend: Backend,
     cpu: { threads: number; mmap: boolean },
     kv: KvPoolSpec,
-  ): ShardRunner {
-    let shard: ShardRunner | null = null;
+  ): ModelInstance {
+    let shard: ModelInstance | null = null;
     const request: Request = {
       op: "load_shard",
       model_id: path,
       model_path: path,
-      file_size: file.size,
+      file_size: model.file.size,
       device: backend.kind,
       threads: cpu.threads,
       mmap: cpu.mmap,
@@ -236,11 +232,15 @@ export class TpRunner implements ModelRunner {
     };
     try {
       const { replies } = pool.fanOut(request, () => {
-        shard = ShardRunner.open(file, backend, { rank: 0, size: comm.size, collective: comm }, kv);
+        shard = ModelInstance.create(model, backend, kv, {
+          rank: 0,
+          size: comm.size,
+          collective: comm,
+        });
       }, { deadlineMs: LOAD_DEADLINE_MS });
       expectOk(replies, "loading the shard");
     } catch (err) {
-      (shard as ShardRunner | null)?.close();
+      (shard as ModelInstance | null)?.close();
       throw err;
     }
     return shard!;
@@ -252,7 +252,15 @@ export class TpRunner implements ModelRunner {
 
   /** KV cache bytes of every rank together (each holds its heads' share). */
   get kvBytes(): number {
-    return this.shard.cache.bytes * this.worldSize;
+    return this.shard.kvBytes * this.worldSize;
+  }
+
+  /**
+   * 0: the other ranks' device memory is in other processes, so /models reports the
+   * model's size instead.
+   */
+  deviceBytes(): number {
+    return 0;
   }
 
   /** Steps run in lockstep so far. */
@@ -265,33 +273,44 @@ export class TpRunner implements ModelRunner {
     return this.#failure;
   }
 
-  forward(batch: StepBatch): Float32Array {
+  /** Greedy picks from the leader's logits (only rank 0 computes them). */
+  forwardArgmax(step: Step): Int32Array {
+    const logits = this.forward(step);
+    const vocab = this.shape.vocabSize;
+    return Int32Array.from(
+      step.logitRows,
+      (_, i) => argmax(logits.subarray(i * vocab, (i + 1) * vocab)),
+    );
+  }
+
+  /** Runs one step on every rank, in lockstep; ranks never stop midway. */
+  forward(step: Step): Float32Array {
     if (this.#closed) throw new TpError("tp_worker_failed", "the tensor-parallel group is closed");
     if (this.#failure) throw this.#failure;
-    const request = stepRequest(this.modelId, batch.ids, batch.layout, this.kv.blockSize);
+    const request = stepRequest(this.modelId, step.ids, step.layout, this.kv.blockSize);
     const comm = this.comm;
     comm.arm(this.stepDeadlineMs);
     try {
       const { leader, replies } = this.pool.fanOut(
         request,
-        () => this.shard.forward(batch.ids, batch.layout, batch.logitRows),
+        () => this.shard.forward(step)!,
         { deadlineMs: this.stepDeadlineMs, abort: () => comm.abort() },
       );
       comm.disarm();
       if (comm.deadlineExpired) throw new TpError("tp_worker_failed", this.#deadlineMessage());
-      const step = this.#steps + 1;
+      const count = this.#steps + 1;
       replies.forEach((r, i) => {
         if (r.op === "error") {
           throw new TpError("tp_worker_failed", `rank ${i + 1} failed the step: ${r.message}`);
         }
-        if (r.op === "generate_step_ok" && r.step !== undefined && r.step !== step) {
+        if (r.op === "generate_step_ok" && r.step !== undefined && r.step !== count) {
           throw new TpError(
             "tp_worker_failed",
-            `rank ${i + 1} is at step ${r.step}, the leader at ${step}: the ranks left lockstep`,
+            `rank ${i + 1} is at step ${r.step}, the leader at ${count}: the ranks left lockstep`,
           );
         }
       });
-      this.#steps = step;
+      this.#steps = count;
       return leader;
     } catch (err) {
       comm.disarm();

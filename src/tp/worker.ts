@@ -5,19 +5,20 @@
  * part of every step in lockstep with the other ranks.
  */
 
-import type { Backend } from "../backend/backend.ts";
+import type { Backend, KvPoolSpec } from "../backend/backend.ts";
 import { createBackend, CudaUnavailableError } from "../backend/mod.ts";
 import { CudaDriver } from "../backend/cuda/driver.ts";
 import { errorMessage } from "../common/errors.ts";
 import { type GgufFile, openGguf } from "../gguf/mod.ts";
 import { ModelError } from "../models/errors.ts";
+import { ModelInstance } from "../models/instance.ts";
+import { readModel } from "../models/registry.ts";
 import { commIdFromHex } from "./comm_id.ts";
 import type { Communicator } from "./communicator.ts";
 import { CpuCommunicator, parseCpuCommId } from "./cpu_comm.ts";
 import { isWorkerErrorKind, TpError, type WorkerErrorKind } from "./errors.ts";
 import { NcclCommunicator } from "./nccl.ts";
 import { errorReply, parseRequest, type Reply, type Request, type RequestOf } from "./protocol.ts";
-import { ShardRunner } from "./shard_runner.ts";
 import { stepFromRequest } from "./step_message.ts";
 
 /** Joining waits for every rank; a leader gone that long is not coming. */
@@ -36,8 +37,9 @@ interface LoadedShard {
   modelId: string;
   file: GgufFile;
   backend: Backend;
-  runner: ShardRunner;
-  kv: { blockSize: number; nBlocks: number };
+  instance: ModelInstance;
+  vocabSize: number;
+  kv: KvPoolSpec;
   steps: number;
 }
 
@@ -181,13 +183,14 @@ export class TpWorker {
         );
       }
       const kv = { blockSize: req.kv.block_size, nBlocks: req.kv.n_blocks, dtype: req.kv.dtype };
-      const runner = ShardRunner.open(
-        file,
-        backend,
-        { rank, size: worldSize, collective: comm },
-        kv,
-      );
-      this.#shard = { modelId: req.model_id, file, backend, runner, kv, steps: 0 };
+      const model = readModel(file);
+      const instance = ModelInstance.create(model, backend, kv, {
+        rank,
+        size: worldSize,
+        collective: comm,
+      });
+      const vocabSize = model.shape.vocabSize;
+      this.#shard = { modelId: req.model_id, file, backend, instance, vocabSize, kv, steps: 0 };
       return { op: "load_shard_ok" };
     } catch (err) {
       backend?.close();
@@ -207,11 +210,11 @@ export class TpWorker {
 
   #step(req: RequestOf<"generate_step">): Reply {
     const shard = this.#loaded(req.model_id);
-    const { ids, layout } = stepFromRequest(req, shard.runner.model.hparams.vocabSize, shard.kv);
+    const step = stepFromRequest(req, shard.vocabSize, shard.kv);
     const comm = this.#comm;
     comm?.arm(STEP_DEADLINE_MS);
     try {
-      shard.runner.forward(ids, layout);
+      shard.instance.forward(step);
     } finally {
       comm?.disarm();
     }
@@ -242,7 +245,7 @@ export class TpWorker {
     const shard = this.#shard;
     if (!shard) return;
     this.#shard = null;
-    shard.runner.close();
+    shard.instance.close();
     shard.backend.close();
     shard.file.close();
   }

@@ -9,7 +9,7 @@ import { assert, assertEquals, assertMatch, assertThrows } from "../support/asse
 import { emulator, resetEmulator } from "./support.ts";
 import { CudaError, CudaUnavailableError } from "../../src/backend/cuda/mod.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
-import { Qwen3Model } from "../../src/models/qwen3.ts";
+import { readModel } from "../../src/models/registry.ts";
 import { fixture } from "../fixtures.ts";
 import { Pair } from "../gpu/checks/pair.ts";
 import { checkMatmul } from "../gpu/checks/matmul.ts";
@@ -76,7 +76,7 @@ test("a model that does not fit fails with the numbers and leaves nothing alloca
   const be = emu!.backend();
   const file = openGguf(fixture("qwen3-tiny-q8_0.gguf"));
   try {
-    const err = assertThrows(() => Qwen3Model.load(file, be), CudaError);
+    const err = assertThrows(() => readModel(file).load(be), CudaError);
     assertEquals(err.code, "cuda_out_of_memory");
     assertMatch(
       err.message,

@@ -9,7 +9,7 @@ import { assert, assertEquals } from "../support/assert.ts";
 import { emulator, resetEmulator } from "./support.ts";
 import { checkCopiedRows, Decoder, smallModel } from "../gpu/checks/model.ts";
 import { relError } from "../gpu/checks/pair.ts";
-import { argmax } from "../../src/engine/sampler.ts";
+import { argmax } from "../../src/common/argmax.ts";
 import type { CudaBackend } from "../../src/backend/cuda/mod.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 
@@ -130,7 +130,7 @@ Deno.test({
       const together = be.read(
         d.step(prompts.map((_, s) => [42 + s]), prompts.map((p) => p.length), tables),
       );
-      const vocab = d.model.hparams.vocabSize;
+      const vocab = d.vocabSize;
       alone.forEach((a, s) => {
         assertEquals(
           Array.from(together.subarray(s * vocab, (s + 1) * vocab)),

@@ -72,10 +72,10 @@ Deno.test("deno compile embeds every asset of this checkout, and only the npm pa
 /** A miniature project with the layout the compile step expects and kernels of every flavour. */
 function miniProject(dir: string, flavours: string[]): string {
   const root = `${dir}/project/`;
-  Deno.mkdirSync(`${root}src/engine`, { recursive: true });
+  Deno.mkdirSync(`${root}src/harness/native`, { recursive: true });
   Deno.mkdirSync(`${root}src/common`, { recursive: true });
   Deno.writeTextFileSync(`${root}main.ts`, 'console.log("mini");\n');
-  Deno.writeTextFileSync(`${root}src/engine/worker.ts`, "self.close();\n");
+  Deno.writeTextFileSync(`${root}src/harness/native/model_worker.ts`, "self.close();\n");
   Deno.mkdirSync(`${root}kernels/build`, { recursive: true });
   Deno.writeFileSync(`${root}${CPU_LIBRARY}`, new Uint8Array([0x7f, 0x45, 0x4c, 0x46]));
   for (const sm of flavours) {

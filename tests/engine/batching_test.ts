@@ -7,22 +7,19 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { fixture, type GoldenPrompt, modelGolden } from "../fixtures.ts";
-import {
-  EngineHost,
-  type EngineOptions,
-  type GenerateRequest,
-  GREEDY,
-  type Usage,
-} from "../../src/engine/mod.ts";
-import { Engine } from "../../src/engine/engine.ts";
+import { Engine, GREEDY } from "../../src/engine/mod.ts";
+import type { GenerateRequest, UsageCounts } from "../../src/frontend/mod.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
+import { ModelHost } from "../../src/harness/native/model_host.ts";
+import type { ModelLoadOptions } from "../../src/harness/native/model_session.ts";
+import { openModel, openRunner } from "../../src/runner/mod.ts";
 import { loadTokenizer } from "../../src/tokenizer/mod.ts";
 
 const golden = modelGolden("qwen3-tiny-q8_0");
 const byName = (name: string): GoldenPrompt => golden.prompts.find((p) => p.name === name)!;
 
-function start(over: Partial<EngineOptions> = {}): Promise<EngineHost> {
-  return EngineHost.start({
+function start(over: Partial<ModelLoadOptions> = {}): Promise<ModelHost> {
+  return ModelHost.start({
     modelPath: fixture("qwen3-tiny-q8_0.gguf"),
     device: "cpu",
     threads: 1,
@@ -37,18 +34,18 @@ function start(over: Partial<EngineOptions> = {}): Promise<EngineHost> {
 interface Outcome {
   ids: number[];
   finish: string;
-  usage: Usage | null;
+  usage: UsageCounts | null;
 }
 
 async function run(
-  host: EngineHost,
+  host: ModelHost,
   req: GenerateRequest,
   cancelAfter = Infinity,
 ): Promise<Outcome> {
   const stream = await host.generate(req);
   const ids: number[] = [];
   let finish = "";
-  let usage: Usage | null = null;
+  let usage: UsageCounts | null = null;
   for await (const ev of stream) {
     if (ev.type === "delta") {
       ids.push(...ev.tokens.map((t) => t.id));
@@ -124,7 +121,7 @@ Deno.test("prefix cache: a chat turn reuses the last one up to its last <|im_sta
   const first = [...history, 872, 198, 9707];
   const second = { ...greedy("t2", [...history, 77091, 198, 1234, 5678], 4), topLogits: 8 };
   /** Each step's raw top logits: what copied K/V rows must reproduce exactly. */
-  const logits = async (host: EngineHost): Promise<{ cached: number; top: number[][] }> => {
+  const logits = async (host: ModelHost): Promise<{ cached: number; top: number[][] }> => {
     const stream = await host.generate(second);
     const top: number[][] = [];
     let cached = -1;
@@ -236,20 +233,30 @@ Deno.test("soak: 500 mixed requests with random cancellations leave no block beh
 });
 
 Deno.test("interrupted prefill: a moved word stops a step that feeds a prompt, never two in a row", () => {
-  const engine = Engine.open({
-    modelPath: fixture("qwen3-tiny-q8_0.gguf"),
-    device: "cpu",
-    threads: 1,
+  // The engine core alone, on token ids: no front end, no Worker.
+  const model = openModel(fixture("qwen3-tiny-q8_0.gguf"));
+  const kv = { blockSize: 16, nBlocks: 128, dtype: "f16" as const };
+  const runner = openRunner(model, { device: "cpu", threads: 1 }, kv);
+  const engine = new Engine(runner, {
     contextLength: 2048,
     maxSequences: 4,
     maxBatchTokens: 64,
-    kvDtype: "f16",
+    kv,
   });
   try {
     const long = byName("raw_random600");
     const ids: number[] = [];
-    engine.submit(greedy("long", long.tokens, 8), (ev) => {
-      if (ev.type === "delta") ids.push(...ev.tokens.map((t) => t.id));
+    const request = {
+      id: "long",
+      prompt: long.tokens,
+      maxTokens: 8,
+      sampling: GREEDY,
+      stopTokenIds: [],
+    };
+    engine.submit(request, {
+      token: (t) => (ids.push(t.id), false),
+      finished: () => {},
+      failed: () => {},
     });
     const word = new Int32Array(new SharedArrayBuffer(4));
     const stepped = () => engine.stats().steps;
@@ -266,6 +273,8 @@ Deno.test("interrupted prefill: a moved word stops a step that feeds a prompt, n
     assertEquals(engine.stats().interruptedSteps, stopped, "decode-only steps run whole");
     assertEquals(ids, long.greedy.slice(0, 8).map((g) => g.id));
   } finally {
-    engine.close();
+    engine.cancelAll();
+    runner.close();
+    model.file.close();
   }
 });

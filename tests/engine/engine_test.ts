@@ -6,15 +6,13 @@
 
 import { assert, assertEquals, assertRejects } from "../support/assert.ts";
 import { fixture, type GoldenPrompt, modelGolden } from "../fixtures.ts";
+import { GREEDY } from "../../src/engine/mod.ts";
+import type { GenerateRequest, GenerationEvent, Prompt } from "../../src/frontend/mod.ts";
 import {
-  type EngineEvent,
-  EngineHost,
-  EngineLoadError,
-  EngineRequestError,
-  type GenerateRequest,
-  GREEDY,
-  type Prompt,
-} from "../../src/engine/mod.ts";
+  ModelHost,
+  ModelLoadError,
+  ModelRequestError,
+} from "../../src/harness/native/model_host.ts";
 
 const golden = modelGolden("qwen3-tiny-q8_0");
 const prompt = (name: string): GoldenPrompt => golden.prompts.find((p) => p.name === name)!;
@@ -31,8 +29,8 @@ function promptOf(p: GoldenPrompt): Prompt {
   return { kind: "tokens", ids: p.tokens };
 }
 
-async function start(model = "qwen3-tiny-q8_0.gguf"): Promise<EngineHost> {
-  return await EngineHost.start({
+async function start(model = "qwen3-tiny-q8_0.gguf"): Promise<ModelHost> {
+  return await ModelHost.start({
     modelPath: fixture(model),
     device: "cpu",
     threads: 1,
@@ -46,18 +44,18 @@ async function start(model = "qwen3-tiny-q8_0.gguf"): Promise<EngineHost> {
 interface Result {
   ids: number[];
   text: string;
-  events: EngineEvent[];
+  events: GenerationEvent[];
 }
 
 async function collect(
-  host: EngineHost,
+  host: ModelHost,
   req: GenerateRequest,
   cancelAfter?: number,
 ): Promise<Result> {
   const stream = await host.generate(req);
   const ids: number[] = [];
   let text = "";
-  const events: EngineEvent[] = [];
+  const events: GenerationEvent[] = [];
   for await (const ev of stream) {
     events.push(ev);
     if (ev.type === "delta") {
@@ -198,7 +196,7 @@ Deno.test("engine: prompts that do not fit are refused before streaming", async 
   try {
     const err = await assertRejects(
       () => host.generate({ ...greedy("big", prompt("raw_hello")), maxTokens: 4000 }),
-      EngineRequestError,
+      ModelRequestError,
     );
     assertEquals(err.code, "context_length_exceeded");
     const bad = await assertRejects(
@@ -207,13 +205,13 @@ Deno.test("engine: prompts that do not fit are refused before streaming", async 
           ...greedy("bad", prompt("raw_hello")),
           prompt: { kind: "tokens", ids: [999999] },
         }),
-      EngineRequestError,
+      ModelRequestError,
     );
     assertEquals(bad.code, "invalid_request");
     const empty = await assertRejects(
       () =>
         host.generate({ ...greedy("e", prompt("raw_hello")), prompt: { kind: "text", text: "" } }),
-      EngineRequestError,
+      ModelRequestError,
     );
     assertEquals(empty.code, "invalid_request");
   } finally {
@@ -224,7 +222,7 @@ Deno.test("engine: prompts that do not fit are refused before streaming", async 
 Deno.test("engine: a file that is not a model fails to load with the reader's code", async () => {
   const err = await assertRejects(
     () =>
-      EngineHost.start({
+      ModelHost.start({
         modelPath: fixture("qwen3-vocab.gguf"),
         device: "cpu",
         threads: 1,
@@ -233,7 +231,7 @@ Deno.test("engine: a file that is not a model fails to load with the reader's co
         maxBatchTokens: 64,
         kvDtype: "f16",
       }),
-    EngineLoadError,
+    ModelLoadError,
   );
   assertEquals(err.code, "gguf_missing_tensor");
 });

@@ -4,24 +4,20 @@
  */
 
 import { assertEquals } from "../support/assert.ts";
-import { fixture } from "../fixtures.ts";
-import { openGguf } from "../../src/gguf/mod.ts";
-import { loadTokenizer } from "../../src/tokenizer/mod.ts";
 import { BlockPool } from "../../src/engine/kv/block_pool.ts";
 import { Scheduler } from "../../src/engine/scheduler.ts";
 import { Sequence } from "../../src/engine/sequence.ts";
 import { GREEDY } from "../../src/engine/sampler.ts";
 import type { ChunkSizer } from "../../src/engine/step_budget.ts";
+import type { SequenceObserver } from "../../src/engine/request.ts";
 
-const file = openGguf(fixture("qwen3-vocab.gguf"));
-const tokenizer = loadTokenizer(file);
-file.close();
+const IGNORE: SequenceObserver = { token: () => false, finished: () => {}, failed: () => {} };
 
 /** Distinct tokens per sequence, so no prompt is a cached prefix of another. */
 function sequence(id: string, promptLength: number): Sequence {
   const ids = Array.from({ length: promptLength }, (_, i) => 1000 * id.charCodeAt(0) + i);
-  const request = { id, prompt: { kind: "tokens" as const, ids }, maxTokens: 4, sampling: GREEDY };
-  return new Sequence(request, ids, 4, tokenizer, 151936, null, () => {});
+  const request = { id, prompt: ids, maxTokens: 4, sampling: GREEDY, stopTokenIds: [] };
+  return new Sequence(request, 4, 151936, IGNORE);
 }
 
 /** A sizer that lets a step carry `budget` tokens in all. */

@@ -17,9 +17,10 @@ import { createCudaBackend } from "../../src/backend/cuda/mod.ts";
 import type { CudaBackend } from "../../src/backend/cuda/mod.ts";
 import type { KvCache, StepLayout } from "../../src/backend/backend.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
-import { Qwen3Model } from "../../src/models/qwen3.ts";
+import type { GgufModel, Model } from "../../src/models/family.ts";
+import { readModel } from "../../src/models/registry.ts";
 import { syntheticModel } from "../../src/bench/synthetic.ts";
-import { argmax } from "../../src/engine/sampler.ts";
+import { argmax } from "../../src/common/argmax.ts";
 import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import type { FileType } from "../../src/gguf/quant_mix.ts";
 import { gpuOptions } from "./support.ts";
@@ -77,18 +78,10 @@ class Runner {
   readonly cache: KvCache;
   readonly table: Int32Array;
 
-  constructor(readonly model: Qwen3Model, readonly be: CudaBackend) {
-    const hp = model.hparams;
+  constructor(readonly gguf: GgufModel, readonly model: Model, readonly be: CudaBackend) {
     const nBlocks = Math.ceil((PP + TG + 32) / BLOCK);
     this.table = Int32Array.from({ length: nBlocks }, (_, i) => i);
-    this.cache = be.createKvCache({
-      nLayers: hp.nLayers,
-      nKvHeads: hp.nKvHeads,
-      headDim: hp.headDim,
-      blockSize: BLOCK,
-      nBlocks,
-      dtype: "f16",
-    });
+    this.cache = be.createKvCache({ ...model.kvShape, blockSize: BLOCK, nBlocks, dtype: "f16" });
   }
 
   #layout(n: number, start: number): StepLayout {
@@ -102,11 +95,14 @@ class Runner {
   prompt(n: number): number {
     const ids = Int32Array.from(
       { length: n },
-      (_, i) => (i * 7919 + 13) % this.model.hparams.vocabSize,
+      (_, i) => (i * 7919 + 13) % this.gguf.shape.vocabSize,
     );
     const t0 = performance.now();
     this.be.argmaxRows(
-      this.model.forward(ids, this.#layout(n, 0), this.cache, Int32Array.of(n - 1)),
+      this.model.forward(
+        { ids, layout: this.#layout(n, 0), logitRows: Int32Array.of(n - 1) },
+        this.cache,
+      ),
     );
     return (performance.now() - t0) / 1000;
   }
@@ -117,10 +113,8 @@ class Runner {
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
       const logits = this.model.forward(
-        Int32Array.of(next),
-        this.#layout(1, i),
+        { ids: Int32Array.of(next), layout: this.#layout(1, i), logitRows: Int32Array.of(0) },
         this.cache,
-        Int32Array.of(0),
       );
       next = host ? argmax(this.be.read(logits)) : this.be.argmaxRows(logits)[0];
     }
@@ -140,18 +134,20 @@ function run(c: Case): Result {
   const be = createCudaBackend(gpuOptions());
   try {
     const t0 = performance.now();
-    const model = Qwen3Model.load(file, be);
+    const gguf = readModel(file);
+    const model = gguf.load(be);
     const loadSeconds = (performance.now() - t0) / 1000;
-    const r = new Runner(model, be);
+    const r = new Runner(gguf, model, be);
     r.prompt(16);
     r.generate(8, false);
     const pp = PP / best(REPS, () => r.prompt(PP));
     const tg = TG / best(REPS, () => r.generate(TG, false));
     const tgHostArgmax = TG / r.generate(TG, true);
     const bandwidth = be.bandwidthGBs();
-    const hp = model.hparams;
+    const hp = gguf.shape;
+    const tied = file.tensor("output.weight") === undefined;
     const weights = file.tensors.reduce(
-      (a, t) => a + (t.name === "token_embd.weight" && !hp.tiedOutput ? 0 : t.nBytes),
+      (a, t) => a + (t.name === "token_embd.weight" && !tied ? 0 : t.nBytes),
       0,
     );
     const bytesPerToken = weights + 2 * hp.nLayers * hp.nKvHeads * hp.headDim * 2 * (TG / 2);

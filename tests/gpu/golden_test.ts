@@ -9,7 +9,9 @@ import { assertEquals } from "../support/assert.ts";
 import { EMULATED, gpuTest, HAS_GPU } from "./support.ts";
 import { checkGolden } from "./checks/golden.ts";
 import { FIXTURES, type GoldenPrompt, MODEL_FIXTURES, modelGolden } from "../fixtures.ts";
-import { EngineHost, type GenerateRequest, GREEDY, type Prompt } from "../../src/engine/mod.ts";
+import { GREEDY } from "../../src/engine/mod.ts";
+import type { GenerateRequest, Prompt } from "../../src/frontend/mod.ts";
+import { ModelHost } from "../../src/harness/native/model_host.ts";
 
 function present(name: string): boolean {
   try {
@@ -63,7 +65,7 @@ function promptOf(p: GoldenPrompt): Prompt {
   return { kind: "tokens", ids: p.tokens };
 }
 
-async function generate(host: EngineHost, req: GenerateRequest): Promise<number[]> {
+async function generate(host: ModelHost, req: GenerateRequest): Promise<number[]> {
   const ids: number[] = [];
   for await (const ev of await host.generate(req)) {
     if (ev.type === "delta") ids.push(...ev.tokens.map((t) => t.id));
@@ -81,7 +83,7 @@ Deno.test({
   ignore: !HAS_GPU || EMULATED || engineModel === undefined,
   async fn() {
     const name = engineModel!;
-    const host = await EngineHost.start({
+    const host = await ModelHost.start({
       modelPath: `${FIXTURES}/${name}.gguf`,
       device: "cuda",
       threads: 1,

@@ -19,7 +19,7 @@ import {
 } from "./checks/ops.ts";
 import { checkAttention } from "./checks/attention.ts";
 import { checkCopiedRows, Decoder, smallModel } from "./checks/model.ts";
-import { argmax } from "../../src/engine/sampler.ts";
+import { argmax } from "../../src/common/argmax.ts";
 
 for (const type of MATMUL_TYPES) {
   gpuTest(
@@ -120,7 +120,7 @@ gpuTest("sequences decoded together give their logits alone", (be) => {
   const together = be.read(
     d.step(prompts.map((_, s) => [42 + s]), prompts.map((p) => p.length), tables),
   );
-  const vocab = d.model.hparams.vocabSize;
+  const vocab = d.vocabSize;
   alone.forEach((a, s) => {
     assertEquals(
       Array.from(together.subarray(s * vocab, (s + 1) * vocab)),

@@ -15,44 +15,30 @@ import {
   modelGolden,
 } from "../fixtures.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
-import { Qwen3Model } from "../../src/models/qwen3.ts";
+import { readModel } from "../../src/models/registry.ts";
+import { ModelInstance } from "../../src/models/instance.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
-import type { Backend, KvCache, StepLayout } from "../../src/backend/backend.ts";
-import { argmax } from "../../src/engine/sampler.ts";
+import { argmax } from "../../src/common/argmax.ts";
 
 const BLOCK = 16;
 const MAX_TOKENS = 1024;
 const CHUNK = 128;
 
 class Session {
-  readonly cache: KvCache;
   readonly table = Int32Array.from({ length: MAX_TOKENS / BLOCK }, (_, i) => i);
 
-  constructor(readonly model: Qwen3Model, readonly backend: Backend) {
-    const hp = model.hparams;
-    this.cache = backend.createKvCache({
-      nLayers: hp.nLayers,
-      nKvHeads: hp.nKvHeads,
-      headDim: hp.headDim,
-      blockSize: BLOCK,
-      nBlocks: MAX_TOKENS / BLOCK,
-      dtype: "f16",
-    });
-  }
+  constructor(readonly instance: ModelInstance) {}
 
   /** Runs `ids` at positions start.. and returns the logits of the rows in `logitRows`. */
   run(ids: ArrayLike<number>, start: number, logitRows: number[]): Float32Array {
-    const layout: StepLayout = {
-      positions: Int32Array.from({ length: ids.length }, (_, i) => start + i),
-      sequences: [{ rowStart: 0, rowCount: ids.length, blockTable: this.table }],
-    };
-    const out = this.model.forward(
-      Int32Array.from(ids),
-      layout,
-      this.cache,
-      Int32Array.from(logitRows),
-    );
-    return this.backend.read(out);
+    return this.instance.forward({
+      ids: Int32Array.from(ids),
+      layout: {
+        positions: Int32Array.from({ length: ids.length }, (_, i) => start + i),
+        sequences: [{ rowStart: 0, rowCount: ids.length, blockTable: this.table }],
+      },
+      logitRows: Int32Array.from(logitRows),
+    })!;
   }
 }
 
@@ -93,11 +79,13 @@ function withModel(
 ): void {
   const file = openGguf(fixture(`${name}.gguf`));
   const backend = new CpuBackend({ threads: 2, mmap });
-  const model = Qwen3Model.load(file, backend);
+  const model = readModel(file);
+  const kv = { blockSize: BLOCK, nBlocks: MAX_TOKENS / BLOCK, dtype: "f16" as const };
+  const instance = ModelInstance.create(model, backend, kv);
   try {
-    fn(new Session(model, backend), model.hparams.vocabSize);
+    fn(new Session(instance), model.shape.vocabSize);
   } finally {
-    model.close();
+    instance.close();
     backend.close();
     file.close();
   }

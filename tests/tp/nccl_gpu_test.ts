@@ -8,9 +8,8 @@
 import { assert, assertEquals } from "../support/assert.ts";
 import { fixture, LOGIT_TOLERANCE, modelGolden } from "../fixtures.ts";
 import { CudaDriver } from "../../src/backend/cuda/driver.ts";
-import { LocalRunner } from "../../src/engine/runner.ts";
-import { argmax } from "../../src/engine/sampler.ts";
-import { openGguf } from "../../src/gguf/mod.ts";
+import { LocalRunner, openModel } from "../../src/runner/mod.ts";
+import { argmax } from "../../src/common/argmax.ts";
 import { NcclCommunicator, ncclUniqueId, openNccl } from "../../src/tp/nccl.ts";
 import { TpRunner } from "../../src/tp/tp_runner.ts";
 
@@ -46,9 +45,9 @@ Deno.test({
   name: "tp runner (GPU): one CUDA rank through the tensor-parallel path matches the plain runner",
   ignore: !GPU,
   fn() {
-    const file = openGguf(fixture("qwen3-tiny-q8_0.gguf"));
-    const tp = TpRunner.open(file, { device: "cuda", threads: 0, tensorParallel: 1 }, KV);
-    const plain = LocalRunner.open(file, { device: "cuda", threads: 0 }, KV);
+    const model = openModel(fixture("qwen3-tiny-q8_0.gguf"));
+    const tp = TpRunner.open(model, { device: "cuda", threads: 0, tensorParallel: 1 }, KV);
+    const plain = LocalRunner.open(model, { device: "cuda", threads: 0 }, KV);
     try {
       assertEquals(tp.device, "cuda");
       const p = modelGolden("qwen3-tiny-q8_0").prompts.find((q) => q.name === "text_fox")!;
@@ -75,7 +74,7 @@ Deno.test({
     } finally {
       tp.close();
       plain.close();
-      file.close();
+      model.file.close();
     }
   },
 });

@@ -14,11 +14,10 @@ import {
   type ModelFixture,
   modelGolden,
 } from "../fixtures.ts";
-import type { StepLayout } from "../../src/backend/backend.ts";
-import { LocalRunner, type ModelRunner, type StepBatch } from "../../src/engine/runner.ts";
-import { argmax } from "../../src/engine/sampler.ts";
-import { type GgufFile, openGguf } from "../../src/gguf/mod.ts";
-import { ShardError } from "../../src/models/qwen3_shard.ts";
+import type { Step, StepLayout } from "../../src/backend/backend.ts";
+import { LocalRunner, type ModelRunner, openModel } from "../../src/runner/mod.ts";
+import { argmax } from "../../src/common/argmax.ts";
+import { ShardError } from "../../src/models/errors.ts";
 import { TpError } from "../../src/tp/errors.ts";
 import { TpRunner } from "../../src/tp/tp_runner.ts";
 import { until, workersOn } from "./support/children.ts";
@@ -33,7 +32,7 @@ const KV = { blockSize: BLOCK, nBlocks: 64, dtype: "f16" as const };
 const TABLE = Int32Array.from({ length: KV.nBlocks }, (_, i) => i);
 const CHUNK = 128;
 
-function batch(ids: ArrayLike<number>, start: number, logitRows: number[]): StepBatch {
+function batch(ids: ArrayLike<number>, start: number, logitRows: number[]): Step {
   const layout: StepLayout = {
     positions: Int32Array.from(ids, (_, i) => start + i),
     sequences: [{ rowStart: 0, rowCount: ids.length, blockTable: TABLE }],
@@ -86,29 +85,29 @@ function checkPrompt(tp: ModelRunner, one: ModelRunner, p: GoldenPrompt, tol: nu
 
 function withRunners(
   name: ModelFixture,
-  fn: (tp: TpRunner, one: LocalRunner, file: GgufFile) => void,
+  fn: (tp: TpRunner, one: LocalRunner) => void,
 ): void {
   withLogs(() => runners(name, fn));
 }
 
 function runners(
   name: ModelFixture,
-  fn: (tp: TpRunner, one: LocalRunner, file: GgufFile) => void,
+  fn: (tp: TpRunner, one: LocalRunner) => void,
 ): void {
-  const file = openGguf(fixture(`${name}.gguf`));
+  const model = openModel(fixture(`${name}.gguf`));
   const tp = TpRunner.open(
-    file,
+    model,
     { device: "cpu", threads: 1, tensorParallel: 2, devices: DEVICES },
     KV,
   );
-  const one = LocalRunner.open(file, { device: "cpu", threads: 1 }, KV);
+  const one = LocalRunner.open(model, { device: "cpu", threads: 1 }, KV);
   try {
     assertEquals(workersOn(LABEL).length, 1, "one worker process for two ranks");
-    fn(tp, one, file);
+    fn(tp, one);
   } finally {
     tp.close();
     one.close();
-    file.close();
+    model.file.close();
   }
   assertEquals(workersOn(LABEL), [], "the worker is reaped on close");
 }
@@ -132,7 +131,7 @@ Deno.test("tp runner: a step of several sequences over paged blocks equals one r
     const b = [3838, 374, 279, 6722];
     // Sequence A in blocks 7, 3; sequence B in block 12: prefills in one step, then both decode.
     const tables = [Int32Array.of(7, 3), Int32Array.of(12)];
-    const step = (rows: Array<{ seq: number; ids: number[]; start: number }>): StepBatch => {
+    const step = (rows: Array<{ seq: number; ids: number[]; start: number }>): Step => {
       const ids: number[] = [];
       const positions: number[] = [];
       const sequences: StepLayout["sequences"] = [];
@@ -155,7 +154,7 @@ Deno.test("tp runner: a step of several sequences over paged blocks equals one r
     ];
     for (const s of steps) {
       const [x, y] = [tp.forward(s), one.forward(s)];
-      assertEquals(x.length, s.logitRows.length * tp.hparams.vocabSize);
+      assertEquals(x.length, s.logitRows.length * tp.shape.vocabSize);
       const d = maxDiff(x, y);
       assert(d < 1e-3, `batched step: two ranks and one differ by ${d}`);
     }
@@ -173,11 +172,11 @@ Deno.test("tp runner: splits the model cannot take are refused before any proces
     ["qwen3-tiny-q8_0.gguf", 4, /its 2 KV heads do not divide by 4/],
   ];
   for (const [name, n, message] of cases) {
-    const file = openGguf(fixture(name));
+    const model = openModel(fixture(name));
     try {
       const err = assertThrows(
         () =>
-          TpRunner.open(file, {
+          TpRunner.open(model, {
             device: "cpu",
             threads: 1,
             tensorParallel: n,
@@ -189,17 +188,17 @@ Deno.test("tp runner: splits the model cannot take are refused before any proces
       assertMatch(err.message, message);
       assertEquals([1, 2, 3].flatMap(workersOn), []);
     } finally {
-      file.close();
+      model.file.close();
     }
   }
 });
 
 Deno.test("tp runner: one rank through the same code is exactly the unsplit model", () => {
-  const file = openGguf(fixture("qwen3-tiny-q4_0.gguf"));
+  const model = openModel(fixture("qwen3-tiny-q4_0.gguf"));
   const tp = withLogs(() =>
-    TpRunner.open(file, { device: "cpu", threads: 1, tensorParallel: 1 }, KV)
+    TpRunner.open(model, { device: "cpu", threads: 1, tensorParallel: 1 }, KV)
   );
-  const one = LocalRunner.open(file, { device: "cpu", threads: 1 }, KV);
+  const one = LocalRunner.open(model, { device: "cpu", threads: 1 }, KV);
   try {
     const p = modelGolden("qwen3-tiny-q4_0").prompts.find((q) => q.name === "text_fox")!;
     const b = batch(p.tokens, 0, [p.tokens.length - 1]);
@@ -208,14 +207,14 @@ Deno.test("tp runner: one rank through the same code is exactly the unsplit mode
   } finally {
     tp.close();
     one.close();
-    file.close();
+    model.file.close();
   }
 });
 
 Deno.test("tp runner: a killed worker breaks the group with a clear error; close reaps it", () =>
   withLogs(async (lines) => {
-    const file = openGguf(fixture("qwen3-tiny-q8_0.gguf"));
-    const tp = TpRunner.open(file, {
+    const model = openModel(fixture("qwen3-tiny-q8_0.gguf"));
+    const tp = TpRunner.open(model, {
       device: "cpu",
       threads: 1,
       tensorParallel: 2,
@@ -238,16 +237,16 @@ Deno.test("tp runner: a killed worker breaks the group with a clear error; close
       ]);
     } finally {
       tp.close();
-      file.close();
+      model.file.close();
     }
     assertEquals(workersOn(LABEL), []);
   }));
 
 Deno.test("tp runner: a stuck worker misses the step deadline: aborted, killed, reported", () =>
   withLogs(async (lines) => {
-    const file = openGguf(fixture("qwen3-tiny-q8_0.gguf"));
+    const model = openModel(fixture("qwen3-tiny-q8_0.gguf"));
     const tp = TpRunner.open(
-      file,
+      model,
       { device: "cpu", threads: 1, tensorParallel: 2, stepDeadlineMs: 400, devices: DEVICES },
       KV,
     );
@@ -271,7 +270,7 @@ Deno.test("tp runner: a stuck worker misses the step deadline: aborted, killed, 
       );
     } finally {
       tp.close();
-      file.close();
+      model.file.close();
     }
   }));
 

@@ -8,10 +8,10 @@ import { assertEquals, assertMatch } from "../support/assert.ts";
 import { runNeuron } from "../support/processes.ts";
 import { fixture } from "../fixtures.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
-import { openGguf } from "../../src/gguf/mod.ts";
+import { openModel } from "../../src/runner/mod.ts";
+import { ModelInstance } from "../../src/models/instance.ts";
 import { commIdToHex } from "../../src/tp/comm_id.ts";
 import { CpuCommunicator, newCpuCommId } from "../../src/tp/cpu_comm.ts";
-import { ShardRunner } from "../../src/tp/shard_runner.ts";
 import { workerCommand } from "../../src/tp/worker_command.ts";
 import { WorkerProcess } from "../../src/tp/worker_process.ts";
 import { stepRequest } from "../../src/tp/step_message.ts";
@@ -52,9 +52,9 @@ function loadShard(path: string, extra: Record<string, unknown> = {}): Record<st
 Deno.test("worker: every op, its errors, a step in lockstep, shutdown", () => {
   const leader = new Leader();
   const { comm, id } = CpuCommunicator.create(2);
-  const file = openGguf(TINY);
+  const model = openModel(TINY);
   const backend = new CpuBackend({ threads: 1 });
-  let shard: ShardRunner | null = null;
+  let shard: ModelInstance | null = null;
   try {
     assertEquals(leader.ask({ op: "ping" }), {
       op: "pong",
@@ -103,7 +103,7 @@ Deno.test("worker: every op, its errors, a step in lockstep, shutdown", () => {
     assertMatch(leader.kind(loadShard(TINY)), /^already_loaded: tiny is already loaded/);
 
     // A step: the worker's part and this process's part meet in every all-reduce.
-    shard = ShardRunner.open(file, backend, { rank: 0, size: 2, collective: comm }, KV);
+    shard = ModelInstance.create(model, backend, KV, { rank: 0, size: 2, collective: comm });
     const layout: StepLayout = {
       positions: Int32Array.of(0, 1, 2),
       sequences: [{ rowStart: 0, rowCount: 3, blockTable: Int32Array.of(2) }],
@@ -113,7 +113,10 @@ Deno.test("worker: every op, its errors, a step in lockstep, shutdown", () => {
     assertMatch(leader.kind({ ...step, model_id: "other" }), /^model_not_loaded: other is not/);
     assertMatch(leader.kind({ ...step, tokens: [1, 2, 1 << 30] }), /^bad_request: .*vocabulary/);
     let logits: Float32Array = new Float32Array(0);
-    const ok = leader.ask(step, () => (logits = shard!.forward(ids, layout, Int32Array.of(2))));
+    const ok = leader.ask(
+      step,
+      () => (logits = shard!.forward({ ids, layout, logitRows: Int32Array.of(2) })!),
+    );
     assertEquals(ok, { op: "generate_step_ok", step: 1 });
     assertEquals(logits.length, 151936);
 
@@ -129,7 +132,7 @@ Deno.test("worker: every op, its errors, a step in lockstep, shutdown", () => {
     leader.w.close();
     shard?.close();
     backend.close();
-    file.close();
+    model.file.close();
     comm.close();
   }
 });

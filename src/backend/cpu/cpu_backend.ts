@@ -5,19 +5,21 @@
  * pool owned by this backend (one per model). Ops are recorded in the pool's op list (their
  * arguments checked then) and run in one FFI call when something reads native memory
  * back: read, argmaxRows, allReduce, or freeing an activation they may use. A decode
- * step's list is kept and replayed by the next step of its shape (step_template.ts).
+ * step's list is kept and replayed by the next step of its shape (runStep,
+ * step_template.ts).
  */
 
 import {
   type Activation,
   type AttentionShape,
   type Backend,
+  type BandwidthProbe,
   type Collective,
   type KvCache,
   type KvCacheSpec,
   kvCopyProblem,
   kvRowBytes,
-  type StepInputs,
+  type Step,
   type StepInterrupt,
   type StepLayout,
   type Weight,
@@ -37,6 +39,7 @@ import {
   type Pool,
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
+import { StepKeys } from "./step_template.ts";
 import { WeightArena } from "./weight_arena.ts";
 
 class CpuWeight implements Weight {
@@ -100,7 +103,7 @@ export interface CpuBackendOptions {
   mmap?: boolean;
 }
 
-export class CpuBackend implements Backend {
+export class CpuBackend implements Backend, BandwidthProbe {
   readonly kind = "cpu" as const;
   readonly kernels: CpuKernels;
   readonly pool: Pool;
@@ -111,6 +114,7 @@ export class CpuBackend implements Backend {
   #picks: NativeBuffer | null = null;
   /** Whether the pages under weights read in place have been looked at (common/huge_pages.ts). */
   #pagesKnown = false;
+  readonly #stepKeys = new StepKeys();
 
   constructor(options: CpuBackendOptions) {
     this.kernels = new CpuKernels(options.libraryPath);
@@ -152,6 +156,8 @@ export class CpuBackend implements Backend {
   }
 
   activation(rows: number, cols: number): Activation {
+    // Recorded steps name buffers by address: a step's ops may use this one from now on.
+    this.pool.queue.forgetSteps();
     const buffer = this.kernels.alloc(rows * cols * 4);
     this.#owned.add(buffer);
     return new CpuActivation(rows, cols, buffer, true);
@@ -166,11 +172,13 @@ export class CpuBackend implements Backend {
     const src = act(a);
     if (!src.owner) return;
     this.pool.queue.flush();
+    this.pool.queue.forgetSteps();
     src.buffer.free();
     this.#owned.delete(src.buffer);
   }
 
   createKvCache(spec: KvCacheSpec): KvCache {
+    this.pool.queue.forgetSteps();
     const layout: KvLayout = {
       type: spec.dtype === "f16" ? KV_F16 : KV_F32,
       nBlocks: spec.nBlocks,
@@ -312,16 +320,14 @@ export class CpuBackend implements Backend {
     this.pool.queue.gatherRows(act(out).pointer, src.pointer, src.rows, src.cols, rows);
   }
 
-  replayStep(key: string, inputs: StepInputs): boolean {
-    return this.pool.queue.replayStep(key, inputs);
-  }
-
-  beginStep(key: string, inputs: StepInputs): void {
-    this.pool.queue.beginStep(key, inputs);
-  }
-
-  endStep(): void {
-    this.pool.queue.endStep();
+  /** Replays the last step recorded with this step's key, else records `ops`. */
+  runStep(step: Step, cache: KvCache, ops: () => void): void {
+    const key = this.#stepKeys.keyOf(step, cache);
+    const queue = this.pool.queue;
+    if (queue.replayStep(key, step)) return;
+    queue.beginStep(key, step);
+    ops();
+    queue.endStep();
   }
 
   allReduce(a: Activation, group: Collective): void {

@@ -239,7 +239,7 @@ export class OpList extends OpRecord {
       headDim: l.headDim,
     });
     const rows = checkSequences(op, l, sequences, positions);
-    this.traceCheck(l, (s) => checkSequences(op, l, s.sequences, s.positions));
+    this.traceCheck(l, (s) => checkSequences(op, l, s.layout.sequences, s.layout.positions));
     const bytes = kvCacheBytes(l);
     return [rows, this.addr(op, "kCache", kCache, bytes), this.addr(op, "vCache", vCache, bytes)];
   }

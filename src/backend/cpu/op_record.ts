@@ -8,7 +8,7 @@
 import { checkStatus } from "./errors.ts";
 import type { KvSequence } from "./kv_layout.ts";
 import type { CpuSymbols } from "./library.ts";
-import type { StepInputs, StepInterrupt } from "../backend.ts";
+import type { Step, StepInterrupt } from "../backend.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
 import {
   fillInts,
@@ -115,12 +115,12 @@ export class OpRecord {
 
   /**
    * Starts recording a step that a later step with the same `key` may replay: the key
-   * must name everything the step's words depend on (buffers, shapes), and `inputs` are
+   * must name everything the step's words depend on (buffers, shapes), and `step` holds
    * the arrays its integers come from. Only a step recorded into an empty list, whose
-   * integers all come from `inputs`, becomes a template (at endStep).
+   * integers all come from `step`, becomes a template (at endStep).
    */
-  beginStep(key: string, inputs: StepInputs): void {
-    this.#trace = this.#names.length === 0 ? new IntTrace(inputs) : null;
+  beginStep(key: string, step: Step): void {
+    this.#trace = this.#names.length === 0 ? new IntTrace(step) : null;
     this.#traceKey = key;
   }
 
@@ -142,22 +142,27 @@ export class OpRecord {
     });
   }
 
-  /** Queues the template of `key` with `inputs`' integers instead of recording the step;
+  /** Queues the template of `key` with `step`'s integers instead of recording the step;
    * false when there is none (or the list is not empty): then record it. */
-  replayStep(key: string, inputs: StepInputs): boolean {
+  replayStep(key: string, step: Step): boolean {
     const t = this.#templates.get(key);
     if (t === undefined || this.#names.length > 0) return false;
     // The checks recording makes (block ids within the cache, logit rows within the
     // step): a replayed step's integers reach the kernels unchecked otherwise.
-    for (const check of t.checks) check(inputs);
+    for (const check of t.checks) check(step);
     if (this.#ints.length < t.nInts) this.#ints = new Int32Array(2 * t.nInts);
-    if (fillInts(t, inputs, this.#ints) < 0) return false;
+    if (fillInts(t, step, this.#ints) < 0) return false;
     if (this.#words.length < t.words.length) this.#words = new Float64Array(2 * t.words.length);
     this.#words.set(t.words);
     this.#nWords = t.words.length;
     this.#nInts = t.nInts;
     this.#names = t.names.slice();
     return true;
+  }
+
+  /** Forgets every template: the buffers their words name may be gone. */
+  forgetSteps(): void {
+    this.#templates.clear();
   }
 
   protected push(name: string, code: number, args: number[]): void {

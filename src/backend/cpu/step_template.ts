@@ -8,7 +8,7 @@
  * same places and runs the list without recording it.
  */
 
-import type { StepInputs } from "../backend.ts";
+import type { KvCache, Step } from "../backend.ts";
 import type { KvSequence } from "./kv_layout.ts";
 
 /** Where a run of a template's integers comes from. */
@@ -19,7 +19,7 @@ type IntSource =
   | { kind: "sequences" };
 
 /** A check recording ran on the step's integers, run again on a replayed step's. */
-export type IntCheck = (inputs: StepInputs) => void;
+export type IntCheck = (step: Step) => void;
 
 export interface StepTemplate {
   readonly words: Float64Array;
@@ -37,11 +37,11 @@ export class IntTrace {
   /** False once an integer came from anything but the step's inputs. */
   replayable = true;
 
-  constructor(readonly inputs: StepInputs) {}
+  constructor(readonly step: Step) {}
 
   /** The first n values of `a` were copied into the list. */
   copied(a: Int32Array, n: number): void {
-    const { ids, positions, sequences, logitRows } = this.inputs;
+    const { ids, logitRows, layout: { positions, sequences } } = this.step;
     if (a === ids && n === ids.length) this.sources.push({ kind: "ids" });
     else if (a === logitRows && n === logitRows.length) this.sources.push({ kind: "logitRows" });
     else if (a === positions) this.sources.push({ kind: "positions", n });
@@ -54,7 +54,7 @@ export class IntTrace {
 
   /** The (row start, row count, table length) triples of `sequences` were written. */
   sequencesWritten(sequences: readonly KvSequence[]): void {
-    if (sequences === this.inputs.sequences) this.sources.push({ kind: "sequences" });
+    if (sequences === this.step.layout.sequences) this.sources.push({ kind: "sequences" });
     else this.replayable = false;
   }
 }
@@ -75,7 +75,8 @@ export function writeSequenceTriples(
 
 /** Writes a new step's integers where the template's came from; returns how many, or -1
  * when the step does not fit the template (then it must be recorded). */
-export function fillInts(t: StepTemplate, s: StepInputs, into: Int32Array): number {
+export function fillInts(t: StepTemplate, step: Step, into: Int32Array): number {
+  const { ids, logitRows, layout: { positions, sequences } } = step;
   let at = 0;
   const put = (a: Int32Array, n: number) => {
     for (let i = 0; i < n; i++) into[at + i] = a[i];
@@ -84,27 +85,63 @@ export function fillInts(t: StepTemplate, s: StepInputs, into: Int32Array): numb
   for (const src of t.sources) {
     switch (src.kind) {
       case "ids":
-        put(s.ids, s.ids.length);
+        put(ids, ids.length);
         break;
       case "logitRows":
-        put(s.logitRows, s.logitRows.length);
+        put(logitRows, logitRows.length);
         break;
       case "positions":
-        if (s.positions.length < src.n) return -1;
-        put(s.positions, src.n);
+        if (positions.length < src.n) return -1;
+        put(positions, src.n);
         break;
       case "table": {
-        const table = s.sequences[src.seq]?.blockTable;
+        const table = sequences[src.seq]?.blockTable;
         if (table === undefined) return -1;
         put(table, table.length);
         break;
       }
       case "sequences":
-        writeSequenceTriples(s.sequences, into, at);
-        at += 3 * s.sequences.length;
+        writeSequenceTriples(sequences, into, at);
+        at += 3 * sequences.length;
         break;
     }
     if (at > into.length) return -1;
   }
   return at === t.nInts ? at : -1;
+}
+
+/**
+ * Names steps by what their recorded words depend on besides their integers: the cache
+ * they write and their shape (rows, logit rows, and each sequence's rows and table
+ * length). Buffers are not named: the backend forgets every template when one is
+ * allocated or freed. Consecutive decode steps have the same shape, so the last key is
+ * reused while the numbers it was made from match.
+ */
+export class StepKeys {
+  readonly #cacheIds = new WeakMap<KvCache, number>();
+  #nextCacheId = 0;
+  readonly #parts: number[] = [];
+  #last: { parts: number[]; key: string } = { parts: [], key: "" };
+
+  keyOf(step: Step, cache: KvCache): string {
+    let cacheId = this.#cacheIds.get(cache);
+    if (cacheId === undefined) {
+      cacheId = this.#nextCacheId++;
+      this.#cacheIds.set(cache, cacheId);
+    }
+    const parts = this.#parts;
+    parts.length = 0;
+    parts.push(cacheId, step.layout.positions.length, step.logitRows.length);
+    const sequences = step.layout.sequences;
+    for (let i = 0; i < sequences.length; i++) {
+      const s = sequences[i];
+      parts.push(s.rowStart, s.rowCount, s.blockTable.length);
+    }
+    const last = this.#last;
+    if (parts.length === last.parts.length && parts.every((v, i) => v === last.parts[i])) {
+      return last.key;
+    }
+    this.#last = { parts: parts.slice(), key: parts.join("|") };
+    return this.#last.key;
+  }
 }

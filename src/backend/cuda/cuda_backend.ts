@@ -5,19 +5,21 @@
  * CUDA graph (runner.ts). Weights are copied to the device once at load; 1-row tensors
  * (norm weights) are expanded to f32 there.
  *
- * Beyond the Backend interface it offers what the engine can use on a GPU: `argmaxRows`
- * (greedy sampling on the device: one int per row comes back instead of the logits),
- * `memoryUsage` (bytes per kind: what /models reports as vram_used_mb) and `ensureFits`
- * (refuses a model before allocating when the GPU is too full).
+ * Beyond the Backend interface it offers DeviceMemory: `ensureFits` (refuses a model
+ * before allocating when the GPU is too full) and `deviceBytes` (what /models reports as
+ * vram_used_mb; `memoryUsage` has it per kind), and a BandwidthProbe.
  */
 
 import type {
   Activation,
   AttentionShape,
   Backend,
+  BandwidthProbe,
   Collective,
+  DeviceMemory,
   KvCache,
   KvCacheSpec,
+  Step,
   StepLayout,
   Weight,
   WeightSource,
@@ -46,7 +48,7 @@ export interface CudaBackendInfo {
 
 const ELEMENTWISE_MAX_BLOCKS = 4096;
 
-export class CudaBackend implements Backend {
+export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
   readonly kind = "cuda" as const;
   readonly #ctx: CudaContext;
   #closed = false;
@@ -139,6 +141,11 @@ export class CudaBackend implements Backend {
     copyKvRows(this.#live(), asCache(cache, "copyKvRows"), from, to, rows);
   }
 
+  /** Records `ops` on the tape; a step seen twice is replayed as a CUDA graph (runner.ts). */
+  runStep(_step: Step, _cache: KvCache, ops: () => void): void {
+    ops();
+  }
+
   embed(out: Activation, table: Weight, ids: Int32Array): void {
     const o = asActivation(out, "embed");
     const t = asWeight(table, "embed");
@@ -183,6 +190,11 @@ export class CudaBackend implements Backend {
     const o = asActivation(out, "matmul");
     recordMatmul(this.#live(), o, asWeight(w, "matmul"), asActivation(x, "matmul"));
     this.#wrote(o);
+  }
+
+  /** One product after another: they share x's quantized copy (ops_matmul.ts) already. */
+  matmulMany(outs: Activation[], ws: Weight[], x: Activation): void {
+    ws.forEach((w, i) => this.matmul(outs[i], w, x));
   }
 
   ropeNeox(

@@ -4,17 +4,20 @@
  * the native CPU and CUDA backends are compared with, llm.c style.
  */
 
+import { argmax } from "../../common/argmax.ts";
 import { dequantizeRow } from "../../gguf/dequant/mod.ts";
-import type {
-  Activation,
-  AttentionShape,
-  Backend,
-  Collective,
-  KvCache,
-  KvCacheSpec,
-  StepLayout,
-  Weight,
-  WeightSource,
+import {
+  type Activation,
+  type AttentionShape,
+  type Backend,
+  type Collective,
+  type KvCache,
+  type KvCacheSpec,
+  kvCopyProblem,
+  type Step,
+  type StepLayout,
+  type Weight,
+  type WeightSource,
 } from "../backend.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 
@@ -82,6 +85,21 @@ export class ReferenceBackend implements Backend {
 
   createKvCache(spec: KvCacheSpec): KvCache {
     return new RefKvCache(spec);
+  }
+
+  copyKvRows(cache: KvCache, from: number, to: number, rows: number): void {
+    const c = cache as RefKvCache;
+    const problem = kvCopyProblem(c.spec, from, to, rows);
+    if (problem !== null) throw new RangeError(`copyKvRows: ${problem}`);
+    const row = c.spec.nKvHeads * c.spec.headDim;
+    const block = c.spec.blockSize * row;
+    for (const a of [...c.k, ...c.v]) {
+      a.copyWithin(to * block, from * block, from * block + rows * row);
+    }
+  }
+
+  runStep(_step: Step, _cache: KvCache, ops: () => void): void {
+    ops();
   }
 
   embed(out: Activation, table: Weight, ids: Int32Array): void {
@@ -232,6 +250,23 @@ export class ReferenceBackend implements Backend {
     const data = act(a).data;
     const address = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(data)));
     group.allReduceSum(address, data.length, "f32", null);
+  }
+
+  matmulMany(outs: Activation[], ws: Weight[], x: Activation): void {
+    ws.forEach((w, i) => this.matmul(outs[i], w, x));
+  }
+
+  /** Every op has run when it returns: nothing is queued here. */
+  synchronize(): boolean {
+    return true;
+  }
+
+  argmaxRows(a: Activation): Int32Array {
+    const { rows, cols, data } = act(a);
+    return Int32Array.from(
+      { length: rows },
+      (_, r) => argmax(data.subarray(r * cols, (r + 1) * cols)),
+    );
   }
 
   read(a: Activation): Float32Array {

@@ -1,12 +1,12 @@
 /**
- * One running request on the native engine, seen as the OpenAI layer's `Generation`:
- * engine events become generation events, timing feeds the
- * model's metrics, and whatever way the request ends — finished, failed, cancelled by the
- * client or stopped by the node — its admission slot is released exactly once.
+ * One running request on the native engine, seen as the OpenAI layer's `Generation`: its
+ * timing feeds the model's metrics, a request the node stopped ends with the node's
+ * reason, and whatever way the request ends — finished, failed, cancelled by the client or
+ * stopped by the node — its admission slot is released exactly once.
  */
 
-import type { EngineEvent, GenerationStream, TokenInfo } from "../../engine/mod.ts";
-import type { GeneratedToken, Generation, GenerationEvent } from "../../openai/mod.ts";
+import type { Generation, GenerationEvent } from "../../openai/mod.ts";
+import type { GenerationStream } from "./model_host.ts";
 import type { Release } from "./admission.ts";
 import type { ModelMetrics, Outcome } from "./model_metrics.ts";
 
@@ -83,46 +83,12 @@ export class NativeGeneration implements Generation {
     }
   }
 
-  #convert(e: EngineEvent): GenerationEvent | null {
-    switch (e.type) {
-      case "accepted":
-        return null;
-      case "delta":
-        return {
-          type: "delta",
-          ...(e.reasoning ? { reasoning: e.reasoning } : {}),
-          ...(e.content ? { content: e.content } : {}),
-          tokens: e.tokens.map((t) => this.#token(t)),
-        };
-      case "tool_call":
-        return { type: "tool_call", name: e.call.name, arguments: e.call.arguments };
-      case "done":
-        if (e.finishReason === "cancelled") {
-          // A client that cancelled is gone; a request the node stopped hears why.
-          const r = this.#stopReason;
-          return r ? { type: "error", code: r.code, message: r.message } : null;
-        }
-        return { type: "done", finishReason: e.finishReason, usage: e.usage };
-      case "error":
-        this.#ctx.onError?.(e.code, e.message);
-        return { type: "error", code: e.code, message: e.message };
-    }
-  }
-
-  #token(t: TokenInfo): GeneratedToken {
-    return {
-      id: t.id,
-      bytes: Uint8Array.from(t.bytes),
-      ...(t.logprob !== undefined ? { logprob: t.logprob } : {}),
-      ...(t.top
-        ? {
-          top: t.top.map((a) => ({
-            id: a.id,
-            bytes: Uint8Array.from(a.bytes),
-            logprob: a.logprob,
-          })),
-        }
-        : {}),
-    };
+  /** The event as the renderers see it: a cancellation the node asked for says why. */
+  #convert(e: GenerationEvent): GenerationEvent | null {
+    if (e.type === "error") this.#ctx.onError?.(e.code, e.message);
+    if (e.type !== "done" || e.finishReason !== "cancelled") return e;
+    // A client that cancelled is gone; a request the node stopped hears why.
+    const r = this.#stopReason;
+    return r ? { type: "error", code: r.code, message: r.message } : null;
   }
 }

@@ -11,7 +11,8 @@
 
 import { errorMessage } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
-import type { EngineHost, EngineStats } from "../../engine/mod.ts";
+import type { EngineStats } from "../../engine/mod.ts";
+import type { ModelHost } from "./model_host.ts";
 import { HarnessError } from "../errors.ts";
 import type { InferenceCall, ModelInfo, ModelStats, ModelStatus } from "../harness.ts";
 import { Admission, AdmissionError, type AdmissionLimits } from "./admission.ts";
@@ -27,7 +28,7 @@ const GROUP_BROKEN = "tp_worker_failed";
 const RECOVERY_RETRY_AFTER_SECS = 5;
 
 /** Starts a fresh engine for the same model (a recovery's reload). */
-export type EngineRestart = () => Promise<EngineHost>;
+export type EngineRestart = () => Promise<ModelHost>;
 
 export class LoadedModel {
   readonly id: string;
@@ -37,7 +38,7 @@ export class LoadedModel {
   readonly #harness: string;
   readonly #active = new Set<NativeGeneration>();
   readonly #restart: EngineRestart | null;
-  #host: EngineHost;
+  #host: ModelHost;
   #recovery: Promise<void> | null = null;
   #failure: string | null = null;
   #closed = false;
@@ -46,7 +47,7 @@ export class LoadedModel {
   constructor(
     id: string,
     harness: string,
-    host: EngineHost,
+    host: ModelHost,
     limits: AdmissionLimits,
     devices: number[],
     restart: EngineRestart | null = null,
@@ -59,7 +60,7 @@ export class LoadedModel {
     this.devices = GPU_DEVICES.has(host.description.device) ? devices : [];
   }
 
-  get host(): EngineHost {
+  get host(): ModelHost {
     return this.#host;
   }
 

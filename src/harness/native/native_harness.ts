@@ -7,7 +7,6 @@
 import type { CudaConfig, ModelSpec, NativeConfig } from "../../config/mod.ts";
 import { errorMessage, NeuronError } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
-import { EngineHost } from "../../engine/mod.ts";
 import type { DownloadProgress } from "../../hub/mod.ts";
 import { HarnessError } from "../errors.ts";
 import type {
@@ -21,6 +20,7 @@ import type {
   ModelInfo,
 } from "../harness.ts";
 import { LoadedModel } from "./loaded_model.ts";
+import { ModelHost } from "./model_host.ts";
 import { modelFile } from "./model_source.ts";
 
 /**
@@ -124,7 +124,7 @@ export class NativeHarness implements Harness {
       state.progress = DOWNLOAD_SHARE;
       state.detail = { stage: "loading weights", file: path };
       report();
-      const start = (): Promise<EngineHost> =>
+      const start = (): Promise<ModelHost> =>
         this.#startEngine(id, path, { tensorParallel, devices });
       const host = await start();
       if (this.#closing.signal.aborted) {
@@ -160,9 +160,9 @@ export class NativeHarness implements Harness {
     id: string,
     path: string,
     split: { tensorParallel: number; devices: number[] },
-  ): Promise<EngineHost> {
+  ): Promise<ModelHost> {
     try {
-      return await EngineHost.start({
+      return await ModelHost.start({
         ...split,
         modelPath: path,
         device: this.#config.device,

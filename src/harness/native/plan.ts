@@ -4,7 +4,8 @@
  * model, and the renderer for the route and `stream` flag.
  */
 
-import type { GenerateRequest, ModelDescription } from "../../engine/mod.ts";
+import type { GenerateRequest } from "../../frontend/mod.ts";
+import type { ModelDescription } from "./describe.ts";
 import {
   chatCompletion,
   completion,

@@ -8,7 +8,8 @@
 
 import type { Activation, Backend, KvCache, StepLayout } from "../../../src/backend/backend.ts";
 import { openGguf } from "../../../src/gguf/mod.ts";
-import { Qwen3Model } from "../../../src/models/qwen3.ts";
+import type { Model } from "../../../src/models/family.ts";
+import { readModel } from "../../../src/models/registry.ts";
 import { assert, assertEquals } from "../../support/assert.ts";
 import {
   fixture,
@@ -52,12 +53,9 @@ class Session {
     (_, i) => (i * 7) % (MAX_TOKENS / BLOCK),
   );
 
-  constructor(readonly model: Qwen3Model, readonly backend: DeviceBackend, dtype: "f16" | "f32") {
-    const hp = model.hparams;
+  constructor(readonly model: Model, readonly backend: DeviceBackend, dtype: "f16" | "f32") {
     this.cache = backend.createKvCache({
-      nLayers: hp.nLayers,
-      nKvHeads: hp.nKvHeads,
-      headDim: hp.headDim,
+      ...model.kvShape,
       blockSize: BLOCK,
       nBlocks: MAX_TOKENS / BLOCK,
       dtype,
@@ -69,7 +67,8 @@ class Session {
       positions: Int32Array.from({ length: ids.length }, (_, i) => start + i),
       sequences: [{ rowStart: 0, rowCount: ids.length, blockTable: this.table }],
     };
-    return this.model.forward(Int32Array.from(ids), layout, this.cache, Int32Array.from(logitRows));
+    const step = { ids: Int32Array.from(ids), layout, logitRows: Int32Array.from(logitRows) };
+    return this.model.forward(step, this.cache);
   }
 }
 
@@ -118,7 +117,7 @@ export function checkGolden(
     !options.prompts || options.prompts.includes(p.name)
   );
   const file = openGguf(fixture(`${name}.gguf`));
-  const model = Qwen3Model.load(file, backend);
+  const model = readModel(file).load(backend);
   const tolerance = LOGIT_TOLERANCE[name];
   let worst = 0;
   try {

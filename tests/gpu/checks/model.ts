@@ -8,7 +8,8 @@
 
 import type { Activation, Backend, KvCache, StepLayout } from "../../../src/backend/backend.ts";
 import { type GgufFile, openGguf } from "../../../src/gguf/mod.ts";
-import { Qwen3Model } from "../../../src/models/qwen3.ts";
+import type { Model } from "../../../src/models/family.ts";
+import { readModel } from "../../../src/models/registry.ts";
 import { writeSyntheticQwen3 } from "../../../src/models/qwen3_synthetic.ts";
 import type { FileType } from "../../../src/gguf/quant_mix.ts";
 
@@ -31,18 +32,18 @@ export function smallModel(dir: string, quant: FileType): string {
 }
 
 export class Decoder {
-  readonly model: Qwen3Model;
+  readonly model: Model;
+  readonly vocabSize: number;
   readonly cache: KvCache;
   readonly #file: GgufFile;
 
   constructor(path: string, readonly backend: Backend, dtype: "f16" | "f32" = "f16") {
     this.#file = openGguf(path);
-    this.model = Qwen3Model.load(this.#file, backend);
-    const hp = this.model.hparams;
+    const gguf = readModel(this.#file);
+    this.model = gguf.load(backend);
+    this.vocabSize = gguf.shape.vocabSize;
     this.cache = backend.createKvCache({
-      nLayers: hp.nLayers,
-      nKvHeads: hp.nKvHeads,
-      headDim: hp.headDim,
+      ...this.model.kvShape,
       blockSize: 16,
       nBlocks: 32,
       dtype,
@@ -63,12 +64,11 @@ export class Decoder {
       });
       logitRows.push(ids.length - 1);
     });
-    return this.model.forward(
-      Int32Array.from(ids),
-      { positions: Int32Array.from(positions), sequences },
-      this.cache,
-      Int32Array.from(logitRows),
-    );
+    return this.model.forward({
+      ids: Int32Array.from(ids),
+      layout: { positions: Int32Array.from(positions), sequences },
+      logitRows: Int32Array.from(logitRows),
+    }, this.cache);
   }
 
   close(): void {
@@ -87,7 +87,7 @@ export function checkCopiedRows(d: Decoder): void {
   const own = Int32Array.from([6, 2]), copied = Int32Array.from([6, 5]);
   be.read(d.step([prompt], [0], [own]));
   // Positions 16..19 sit in rows 0..3 of block 2.
-  be.copyKvRows!(d.cache, 2, 5, 4);
+  be.copyKvRows(d.cache, 2, 5, 4);
   const inPlace = be.read(d.step([[99]], [20], [own]));
   const fromCopy = be.read(d.step([[99]], [20], [copied]));
   if (inPlace.some((v, i) => !Object.is(v, fromCopy[i]))) {

@@ -4,7 +4,7 @@
  * quantized tables, and greedy argmax on the device.
  */
 
-import { argmax } from "../../../src/engine/sampler.ts";
+import { argmax } from "../../../src/common/argmax.ts";
 import { GgmlType, ggmlTypeInfo } from "../../../src/gguf/types.ts";
 import { f32ToF16 } from "../../../src/gguf/half.ts";
 import type { Activation, Backend, StepLayout } from "../../../src/backend/backend.ts";

@@ -5,15 +5,14 @@
  * without closing anything.
  */
 import { captureLogs } from "../../../src/common/log.ts";
-import { openGguf } from "../../../src/gguf/mod.ts";
+import { openModel } from "../../../src/runner/mod.ts";
 import { TpRunner } from "../../../src/tp/tp_runner.ts";
 
 captureLogs(() => {});
 
 self.onmessage = (e: MessageEvent<{ path: string; devices: number[] }>) => {
-  const file = openGguf(e.data.path);
   TpRunner.open(
-    file,
+    openModel(e.data.path),
     { device: "cpu", threads: 1, tensorParallel: 2, devices: e.data.devices },
     { blockSize: 16, nBlocks: 8, dtype: "f16" },
   );

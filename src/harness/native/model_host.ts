@@ -1,46 +1,46 @@
 /**
- * The HTTP thread's handle on a model's engine Worker: starts it, sends requests and
- * turns the Worker's events back into one async stream per request. Nothing here
- * computes; everything heavy happens in the Worker.
+ * The HTTP thread's handle on a model's Worker (model_worker.ts): starts it, sends
+ * requests and turns the Worker's events back into one async stream per request. Nothing
+ * here computes; everything heavy happens in the Worker.
  */
 
-import { errorMessage, NeuronError } from "../common/errors.ts";
-import { log } from "../common/log.ts";
-import { EngineError, type EngineErrorCode } from "./errors.ts";
-import type {
-  EngineEvent,
-  EngineOptions,
-  EngineStats,
-  GenerateRequest,
-  HostMessage,
-  ModelDescription,
-  WorkerMessage,
-} from "./protocol.ts";
+import { errorMessage, NeuronError } from "../../common/errors.ts";
+import { log } from "../../common/log.ts";
+import type { EngineStats } from "../../engine/mod.ts";
+import type { GenerateRequest, GenerationEvent } from "../../frontend/mod.ts";
+import type { ModelDescription } from "./describe.ts";
+import type { ModelLoadOptions } from "./model_session.ts";
+import type { HostMessage, WorkerMessage } from "./protocol.ts";
 import { Doorbell, isUrgent } from "./yield.ts";
 
-/** A failure reported by the engine, keeping the engine's code (e.g. context_length_exceeded). */
-export class EngineRequestError extends EngineError {
-  constructor(readonly engineCode: string, message: string) {
-    super(isEngineCode(engineCode) ? engineCode : "invalid_request", message);
-  }
-}
-
-const ENGINE_CODES: ReadonlySet<string> = new Set<EngineErrorCode>([
+/** Codes of a request refused before it was queued that the server maps as they are. */
+const REQUEST_CODES: ReadonlySet<string> = new Set([
   "invalid_request",
   "context_length_exceeded",
   "template_unavailable",
   "template_render_failed",
   "engine_closed",
-  "engine_crashed",
 ]);
 
-function isEngineCode(code: string): code is EngineErrorCode {
-  return ENGINE_CODES.has(code);
+/**
+ * A request the model refused before it ran, keeping the refusal's own code where it is a
+ * request's fault (e.g. context_length_exceeded); other codes become invalid_request.
+ */
+export class ModelRequestError extends NeuronError {
+  constructor(readonly reportedCode: string, message: string) {
+    super(REQUEST_CODES.has(reportedCode) ? reportedCode : "invalid_request", message);
+  }
 }
 
+/** The model could not be loaded; `code` is the loader's (e.g. gguf_truncated). */
+export class ModelLoadError extends NeuronError {}
+
+/** The model's Worker is gone: closed (`engine_closed`) or crashed (`engine_crashed`). */
+export class ModelGoneError extends NeuronError {}
+
 /** The events of one request, in order, ending with `done` or `error`. */
-export class GenerationStream implements AsyncIterable<EngineEvent> {
-  readonly #queue: EngineEvent[] = [];
+export class GenerationStream implements AsyncIterable<GenerationEvent> {
+  readonly #queue: GenerationEvent[] = [];
   #wake: (() => void) | null = null;
   #ended = false;
 
@@ -50,7 +50,7 @@ export class GenerationStream implements AsyncIterable<EngineEvent> {
     private readonly onCancel: () => void,
   ) {}
 
-  push(event: EngineEvent): void {
+  push(event: GenerationEvent): void {
     if (this.#ended) return;
     this.#queue.push(event);
     if (event.type === "done" || event.type === "error") this.#ended = true;
@@ -62,7 +62,7 @@ export class GenerationStream implements AsyncIterable<EngineEvent> {
     if (!this.#ended) this.onCancel();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<EngineEvent> {
+  async *[Symbol.asyncIterator](): AsyncIterator<GenerationEvent> {
     while (true) {
       const event = this.#queue.shift();
       if (event !== undefined) {
@@ -81,7 +81,7 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-export class EngineHost {
+export class ModelHost {
   readonly #worker: Worker;
   readonly #doorbell = new Doorbell();
   readonly #streams = new Map<string, GenerationStream>();
@@ -97,9 +97,9 @@ export class EngineHost {
   }
 
   /** Starts a Worker and loads the model in it; rejects with the load error. */
-  static start(options: EngineOptions): Promise<EngineHost> {
-    const worker = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
-    const host = new EngineHost(worker);
+  static start(options: ModelLoadOptions): Promise<ModelHost> {
+    const worker = new Worker(new URL("./model_worker.ts", import.meta.url), { type: "module" });
+    const host = new ModelHost(worker);
     return new Promise((resolve, reject) => {
       let loading = true;
       worker.onmessage = (e: MessageEvent<WorkerMessage>) => {
@@ -111,14 +111,14 @@ export class EngineHost {
         } else if (loading && msg.op === "load_failed") {
           loading = false;
           worker.terminate();
-          reject(new EngineLoadError(msg.code, msg.message));
+          reject(new ModelLoadError(msg.code, msg.message));
         } else {
           host.#onMessage(msg);
         }
       };
       worker.onerror = (e: ErrorEvent) => {
         e.preventDefault();
-        const err = new EngineError("engine_crashed", `engine worker crashed: ${e.message}`);
+        const err = new ModelGoneError("engine_crashed", `model worker crashed: ${e.message}`);
         if (loading) {
           loading = false;
           worker.terminate();
@@ -145,8 +145,8 @@ export class EngineHost {
   }
 
   /**
-   * Submits a request; resolves once the engine accepted it (prompt rendered, tokenized,
-   * fits), rejects with the engine's error otherwise.
+   * Submits a request; resolves once the model accepted it (prompt rendered, tokenized,
+   * fits), rejects with its error otherwise.
    */
   generate(request: GenerateRequest): Promise<GenerationStream> {
     if (this.#dead) return Promise.reject(this.#dead);
@@ -173,7 +173,7 @@ export class EngineHost {
       await Promise.race([closed, new Promise((r) => setTimeout(r, 10_000))]);
     }
     this.#worker.terminate();
-    this.#die(new EngineError("engine_closed", "the model was unloaded"));
+    this.#die(new ModelGoneError("engine_closed", "the model was unloaded"));
   }
 
   #post(message: HostMessage): void {
@@ -183,9 +183,30 @@ export class EngineHost {
 
   #onMessage(msg: WorkerMessage): void {
     switch (msg.op) {
-      case "event":
-        this.#onEvent(msg.event);
+      case "accepted": {
+        const pending = this.#pending.get(msg.id);
+        if (!pending) return;
+        this.#pending.delete(msg.id);
+        const stream = new GenerationStream(
+          msg.id,
+          msg.promptTokens,
+          () => this.#post({ op: "cancel", id: msg.id }),
+        );
+        this.#streams.set(msg.id, stream);
+        pending.accept(stream);
         return;
+      }
+      case "rejected":
+        this.#pending.get(msg.id)?.reject(new ModelRequestError(msg.code, msg.message));
+        this.#pending.delete(msg.id);
+        return;
+      case "event": {
+        const stream = this.#streams.get(msg.id);
+        if (!stream) return;
+        stream.push(msg.event);
+        if (msg.event.type === "done" || msg.event.type === "error") this.#streams.delete(msg.id);
+        return;
+      }
       case "stats":
         this.#statsWaiters.get(msg.tag)?.(msg.stats);
         this.#statsWaiters.delete(msg.tag);
@@ -194,45 +215,19 @@ export class EngineHost {
         this.#closed?.();
         return;
       default:
-        log.warn("unexpected engine message", { op: msg.op });
+        log.warn("unexpected model worker message", { op: msg.op });
     }
-  }
-
-  #onEvent(event: EngineEvent): void {
-    const pending = this.#pending.get(event.id);
-    if (pending) {
-      this.#pending.delete(event.id);
-      if (event.type === "accepted") {
-        const stream = new GenerationStream(
-          event.id,
-          event.promptTokens,
-          () => this.#post({ op: "cancel", id: event.id }),
-        );
-        this.#streams.set(event.id, stream);
-        pending.accept(stream);
-      } else if (event.type === "error") {
-        pending.reject(new EngineRequestError(event.code, event.message));
-      }
-      return;
-    }
-    const stream = this.#streams.get(event.id);
-    if (!stream) return;
-    stream.push(event);
-    if (event.type === "done" || event.type === "error") this.#streams.delete(event.id);
   }
 
   #die(err: Error): void {
     if (this.#dead) return;
     this.#dead = err;
-    const code = err instanceof EngineError ? err.code : "engine_crashed";
+    const code = err instanceof NeuronError ? err.code : "engine_crashed";
     for (const p of this.#pending.values()) p.reject(err);
     this.#pending.clear();
     for (const [id, s] of this.#streams) {
-      s.push({ type: "error", id, code, message: errorMessage(err) });
+      s.push({ type: "error", code, message: errorMessage(err) });
+      this.#streams.delete(id);
     }
-    this.#streams.clear();
   }
 }
-
-/** The model could not be loaded; `code` is the loader's (e.g. gguf_truncated). */
-export class EngineLoadError extends NeuronError {}

@@ -1,9 +1,29 @@
 /** How a loaded model presents itself: quantization, sizes, capabilities, defaults. */
 
-import { type GgufFile, optionalNumber, optionalString } from "../gguf/mod.ts";
-import type { Qwen3Hparams } from "../models/qwen3.ts";
-import type { Tokenizer } from "../tokenizer/mod.ts";
-import type { ModelDescription } from "./protocol.ts";
+import type { FrontEnd } from "../../frontend/mod.ts";
+import { type GgufFile, optionalNumber } from "../../gguf/mod.ts";
+import type { GgufModel } from "../../models/family.ts";
+import type { ModelRunner } from "../../runner/mod.ts";
+
+/** What a loaded model looks like from outside. */
+export interface ModelDescription {
+  path: string;
+  architecture: string;
+  /** e.g. "Q8_0", from general.file_type or the dominant tensor type. */
+  quantization: string;
+  contextLength: number;
+  /** Bytes of weights (mapped) and of the KV cache. */
+  weightBytes: number;
+  kvBytes: number;
+  /** Bytes held on the GPU after loading (0 on the CPU). */
+  deviceBytes: number;
+  vocabSize: number;
+  device: string;
+  hasToolCalls: boolean;
+  hasReasoning: boolean;
+  /** Sampling defaults from the GGUF (`general.sampling.*`). */
+  samplingDefaults: { temperature?: number; topK?: number; topP?: number; minP?: number };
+}
 
 /** llama.cpp's `general.file_type` values (llama_ftype) for the types neuron loads. */
 const FILE_TYPES: Record<number, string> = {
@@ -39,26 +59,24 @@ export function quantizationOf(file: GgufFile): string {
 }
 
 export function describeModel(
-  file: GgufFile,
-  hp: Qwen3Hparams,
+  model: GgufModel,
+  frontEnd: FrontEnd,
+  runner: ModelRunner,
   contextLength: number,
-  kvBytes: number,
-  device: string,
-  tokenizer: Tokenizer,
-): Omit<ModelDescription, "deviceBytes"> {
-  const has = (...texts: string[]): boolean =>
-    texts.every((t) => tokenizer.tokenId(t) !== undefined);
+): ModelDescription {
+  const file = model.file;
   return {
     path: file.path ?? "",
-    architecture: optionalString(file, "general.architecture") ?? "qwen3",
+    architecture: model.architecture,
     quantization: quantizationOf(file),
     contextLength,
-    weightBytes: file.tensors.reduce((sum, t) => sum + t.nBytes, 0),
-    kvBytes,
-    vocabSize: hp.vocabSize,
-    device,
-    hasToolCalls: has("<tool_call>", "</tool_call>"),
-    hasReasoning: has("<think>", "</think>"),
+    weightBytes: file.tensorBytes,
+    kvBytes: runner.kvBytes,
+    deviceBytes: runner.deviceBytes(),
+    vocabSize: model.shape.vocabSize,
+    device: runner.device,
+    hasToolCalls: frontEnd.hasToolCalls,
+    hasReasoning: frontEnd.hasReasoning,
     samplingDefaults: {
       temperature: optionalNumber(file, "general.sampling.temp"),
       topK: optionalNumber(file, "general.sampling.top_k"),

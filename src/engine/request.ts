@@ -1,0 +1,86 @@
+/**
+ * What the engine core takes and gives: requests as token ids, and per request an
+ * observer told of every sampled token and of the end. Text (templates, tokenizing,
+ * stop strings, parsing) is the front end's.
+ */
+
+import type { SampledToken, SamplingParams } from "./sampler.ts";
+
+export interface EngineRequest {
+  id: string;
+  prompt: readonly number[];
+  /** New tokens at most; absent = until the context is full. */
+  maxTokens?: number;
+  sampling: SamplingParams;
+  /** Tokens that end the generation (the model's end-of-generation ids; none = ignore them). */
+  stopTokenIds: readonly number[];
+  /** Raw top logits to report per step (0 = none). */
+  topLogits?: number;
+  /**
+   * How much of the prompt a later request may reuse, to the token: a chat history is
+   * re-rendered every turn, and only up to its last turn's opening is sure to come back
+   * token for token. Default: the whole prompt.
+   */
+  reuseBoundary?: number;
+}
+
+/** How the engine ended a sequence. */
+export type EngineFinish = "stop" | "length" | "cancelled";
+
+export interface TokenCounts {
+  promptTokens: number;
+  completionTokens: number;
+  /** Prompt tokens served from the prefix cache. */
+  cachedTokens: number;
+}
+
+/** Why the engine ends a sequence with the token it reports, if it does. */
+export type TokenEnd = "stop_token" | "length" | null;
+
+/** Hears one request's tokens, in the engine's thread, in order. */
+export interface SequenceObserver {
+  /**
+   * A token was sampled; `top` holds the raw top logits when asked for. `end` says the
+   * engine ends the sequence with this token. Returns true to end it here anyway (a stop
+   * string completed).
+   */
+  token(token: SampledToken, top: Array<[number, number]> | undefined, end: TokenEnd): boolean;
+  /** The sequence ended; nothing follows. */
+  finished(reason: EngineFinish, counts: TokenCounts): void;
+  /** The sequence failed (its step could not run); nothing follows. */
+  failed(code: string, message: string): void;
+}
+
+export interface EngineOptions {
+  /** Context length the engine allows (prompt and generated tokens). */
+  contextLength: number;
+  /** Sequences decoded together. */
+  maxSequences: number;
+  /** Tokens per step at most (prefill chunk size). */
+  maxBatchTokens: number;
+  /** Steps carrying prompt chunks are sized to take about this long (default 150 ms). */
+  stepTargetMs?: number;
+  /** The KV cache pool the runner holds: blocks of `blockSize` positions. */
+  kv: { blockSize: number; nBlocks: number };
+}
+
+export interface EngineStats {
+  running: number;
+  waiting: number;
+  /** KV cache blocks held by sequences, available (free or evictable), cached for reuse. */
+  kvBlocksUsed: number;
+  kvBlocksFree: number;
+  kvBlocksCached: number;
+  /** Prefix-cache lookups and hits, in blocks. */
+  prefixLookups: number;
+  prefixHits: number;
+  preemptions: number;
+  /** Prompt-only steps stopped for an arriving request (engine.ts, `step`). */
+  interruptedSteps: number;
+  steps: number;
+  meanBatchTokens: number;
+  prefillTokens: number;
+  prefillSeconds: number;
+  decodeTokens: number;
+  decodeSeconds: number;
+}

@@ -1,0 +1,69 @@
+/**
+ * What the front end hands back for a request: the one vocabulary of generation events,
+ * from the front end through the harness to the OpenAI renderers. Plain data, so it
+ * crosses from a model's Worker to the HTTP thread as it is.
+ */
+
+import type { ChatMessage, ChatTool } from "../chat/mod.ts";
+import type { SamplingParams } from "../engine/sampler.ts";
+
+export type Prompt =
+  | {
+    kind: "messages";
+    messages: ChatMessage[];
+    tools?: ChatTool[];
+    templateKwargs?: Record<string, unknown>;
+  }
+  | { kind: "text"; text: string }
+  | { kind: "tokens"; ids: number[] };
+
+/** A request as the front end takes it: text (or ids) in, generation events out. */
+export interface GenerateRequest {
+  id: string;
+  prompt: Prompt;
+  /** New tokens at most; absent = until the context is full. */
+  maxTokens?: number;
+  sampling: SamplingParams;
+  stop?: string[];
+  /** Keep going past end-of-generation tokens (benchmarks, goldens). */
+  ignoreEos?: boolean;
+  /** Report the top raw logits per step (the `generate` CLI). */
+  topLogits?: number;
+  /** Split reasoning and tool calls out of the text (chat); plain text otherwise. */
+  parseOutput?: boolean;
+}
+
+/** One alternative at a step, with its bytes so it can be shown as text. */
+export interface TokenAlternative {
+  id: number;
+  bytes: Uint8Array;
+  logprob: number;
+}
+
+/** One generated token. */
+export interface GeneratedToken {
+  id: number;
+  /** The token's bytes (a token may hold part of a UTF-8 character). */
+  bytes: Uint8Array;
+  logprob?: number;
+  top?: TokenAlternative[];
+  /** Raw logits of the best `topLogits` candidates at this step, best first. */
+  topLogits?: Array<[number, number]>;
+}
+
+/** Why a generation ended: as OpenAI says it, or `cancelled` (the client or the node). */
+export type FinishReason = "stop" | "length" | "tool_calls" | "cancelled";
+
+export interface UsageCounts {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+}
+
+export type GenerationEvent =
+  | { type: "delta"; reasoning?: string; content?: string; tokens: GeneratedToken[] }
+  | { type: "tool_call"; name: string; arguments: string }
+  | { type: "done"; finishReason: FinishReason; usage: UsageCounts }
+  /** Generation failed after it started (the engine failed, the model went away). */
+  | { type: "error"; code: string; message: string };

@@ -1,0 +1,126 @@
+/**
+ * A model's front end: everything about text. It turns a request into token ids (the chat
+ * template, the tokenizer) with where a later turn may reuse the prompt's cache, and makes
+ * the request's output pipeline (output.ts) that turns sampled ids back into events. The
+ * engine core never sees text.
+ */
+
+import {
+  type ChatTemplate,
+  chatTemplateFromGguf,
+  OutputParser,
+  promptOpensReasoning,
+} from "../chat/mod.ts";
+import { errorMessage } from "../common/errors.ts";
+import type { EngineRequest } from "../engine/mod.ts";
+import type { GgufFile } from "../gguf/mod.ts";
+import { loadTokenizer, type Tokenizer } from "../tokenizer/mod.ts";
+import { FrontEndError } from "./errors.ts";
+import type { GenerateRequest, GenerationEvent } from "./events.ts";
+import { RequestOutput } from "./output.ts";
+
+/** A request made ready for the engine core, and the pipeline its tokens go through. */
+export interface PreparedRequest {
+  request: EngineRequest;
+  output: RequestOutput;
+}
+
+export class FrontEnd {
+  readonly tokenizer: Tokenizer;
+  /** Null when the model has no usable template: completions still work, chat says why. */
+  readonly template: ChatTemplate | null;
+  /** The tokenizer has `<think>`/`</think>` and `<tool_call>`/`</tool_call>`. */
+  readonly hasReasoning: boolean;
+  readonly hasToolCalls: boolean;
+  /** The control token that opens every turn in this template's renders, if one does. */
+  readonly #turnOpening: number | undefined;
+
+  constructor(tokenizer: Tokenizer, template: ChatTemplate | null) {
+    this.tokenizer = tokenizer;
+    this.template = template;
+    const has = (...texts: string[]): boolean =>
+      texts.every((t) => tokenizer.tokenId(t) !== undefined);
+    this.hasReasoning = has("<think>", "</think>");
+    this.hasToolCalls = has("<tool_call>", "</tool_call>");
+    this.#turnOpening = turnOpening(tokenizer, template);
+  }
+
+  static fromGguf(file: GgufFile): FrontEnd {
+    let template: ChatTemplate | null = null;
+    try {
+      template = chatTemplateFromGguf(file);
+    } catch {
+      // A model without a usable template still serves completions; chat says why.
+    }
+    return new FrontEnd(loadTokenizer(file), template);
+  }
+
+  /**
+   * Renders and tokenizes the prompt and makes the request's output pipeline, which sends
+   * its events to `sink`. Template errors are thrown here, before anything runs.
+   */
+  prepare(request: GenerateRequest, sink: (event: GenerationEvent) => void): PreparedRequest {
+    const prompt = request.prompt;
+    const wantsParse = request.parseOutput ?? prompt.kind === "messages";
+    let ids: number[];
+    let text = "";
+    if (prompt.kind === "tokens") {
+      ids = prompt.ids;
+    } else {
+      text = prompt.kind === "text" ? prompt.text : this.#render(prompt);
+      ids = this.tokenizer.encode(text, { parseSpecial: true, addSpecial: true });
+    }
+    const parser = wantsParse
+      ? new OutputParser({
+        reasoning: this.hasReasoning,
+        startInReasoning: prompt.kind !== "tokens" && promptOpensReasoning(text),
+        toolCalls: prompt.kind === "messages" && (prompt.tools?.length ?? 0) > 0,
+        tools: prompt.kind === "messages" ? prompt.tools : undefined,
+      })
+      : null;
+    const opening = this.#turnOpening === undefined ? -1 : ids.lastIndexOf(this.#turnOpening);
+    return {
+      request: {
+        id: request.id,
+        prompt: ids,
+        maxTokens: request.maxTokens,
+        sampling: request.sampling,
+        stopTokenIds: request.ignoreEos ? [] : [...this.tokenizer.eogIds],
+        topLogits: request.topLogits,
+        reuseBoundary: opening >= 0 ? opening + 1 : undefined,
+      },
+      output: new RequestOutput(this.tokenizer, parser, request.stop ?? [], sink),
+    };
+  }
+
+  #render(prompt: Extract<GenerateRequest["prompt"], { kind: "messages" }>): string {
+    if (this.template === null) {
+      throw new FrontEndError("template_unavailable", "this model has no usable chat template");
+    }
+    try {
+      return this.template.render(prompt.messages, {
+        tools: prompt.tools,
+        kwargs: prompt.templateKwargs,
+      });
+    } catch (err) {
+      throw new FrontEndError("template_render_failed", errorMessage(err), { cause: err });
+    }
+  }
+}
+
+/**
+ * The control token that opens a turn: the first one after BOS in the render of a single
+ * message (`<|im_start|>` for ChatML, `<|start_header_id|>` for Llama 3). A re-rendered
+ * history comes back token for token only up to its last turn's opening.
+ */
+function turnOpening(tokenizer: Tokenizer, template: ChatTemplate | null): number | undefined {
+  if (template === null) return undefined;
+  let ids: number[];
+  try {
+    const text = template.render([{ role: "user", content: "x" }], { addGenerationPrompt: false });
+    ids = tokenizer.encode(text, { parseSpecial: true });
+  } catch {
+    return undefined;
+  }
+  return ids.find((id) => id !== tokenizer.bosId && tokenizer.isControl(id));
+}

@@ -1,0 +1,125 @@
+/**
+ * One request's output pipeline, fed the engine's sampled tokens in order:
+ *   token -> stop token? -> detokenize (whole characters) -> stop strings
+ *         -> reasoning / tool-call parser -> generation events
+ * A stop string that completes ends the sequence (the engine asks `token`'s answer).
+ */
+
+import type { OutputParser } from "../chat/mod.ts";
+import type {
+  EngineFinish,
+  SampledToken,
+  SequenceObserver,
+  TokenCounts,
+  TokenEnd,
+} from "../engine/mod.ts";
+import { IncrementalDetokenizer, type Tokenizer } from "../tokenizer/mod.ts";
+import type { GeneratedToken, GenerationEvent } from "./events.ts";
+import { StopMatcher } from "./stop.ts";
+
+export class RequestOutput implements SequenceObserver {
+  readonly #tokenizer: Tokenizer;
+  readonly #detok: IncrementalDetokenizer;
+  readonly #stop: StopMatcher;
+  readonly #parser: OutputParser | null;
+  readonly #sink: (event: GenerationEvent) => void;
+  #reasoningTokens = 0;
+  #madeToolCall = false;
+  // Text after a stop string is never shown, held-back bytes included.
+  #stopStringHit = false;
+
+  constructor(
+    tokenizer: Tokenizer,
+    parser: OutputParser | null,
+    stops: readonly string[],
+    sink: (event: GenerationEvent) => void,
+  ) {
+    this.#tokenizer = tokenizer;
+    this.#detok = new IncrementalDetokenizer(tokenizer);
+    this.#stop = new StopMatcher(stops);
+    this.#parser = parser;
+    this.#sink = sink;
+  }
+
+  token(
+    sampled: SampledToken,
+    topLogits: Array<[number, number]> | undefined,
+    end: TokenEnd,
+  ): boolean {
+    const bytesOf = (t: number): Uint8Array => this.#tokenizer.tokenBytes(t, true).slice();
+    const info: GeneratedToken = {
+      id: sampled.id,
+      bytes: bytesOf(sampled.id),
+      ...(sampled.logprob !== undefined ? { logprob: sampled.logprob } : {}),
+      ...(sampled.top
+        ? { top: sampled.top.map((t) => ({ id: t.id, bytes: bytesOf(t.id), logprob: t.logprob })) }
+        : {}),
+      ...(topLogits ? { topLogits } : {}),
+    };
+    if (this.#parser?.inReasoning) this.#reasoningTokens++;
+    // A stop token ends the text: it shows none of its own.
+    if (end === "stop_token") {
+      this.#emitText("", [info]);
+      return false;
+    }
+    const stop = this.#stop.push(this.#detok.push(sampled.id));
+    this.#emitText(stop.text, [info]);
+    this.#stopStringHit = stop.stopped;
+    return stop.stopped;
+  }
+
+  /** Flushes held text (unless cancelled) and reports the end with usage. */
+  finished(reason: EngineFinish, counts: TokenCounts): void {
+    if (reason !== "cancelled") {
+      const tail = this.#stopStringHit
+        ? ""
+        : this.#stop.push(this.#detok.finish()).text + this.#stop.finish();
+      this.#emitText(tail, [], true);
+    }
+    this.#sink({
+      type: "done",
+      finishReason: reason === "stop" && this.#madeToolCall ? "tool_calls" : reason,
+      usage: { ...counts, reasoningTokens: this.#reasoningTokens },
+    });
+  }
+
+  failed(code: string, message: string): void {
+    this.#sink({ type: "error", code, message });
+  }
+
+  /** Routes text through the output parser and emits what it yields. */
+  #emitText(text: string, tokens: GeneratedToken[], final = false): void {
+    let reasoning = "";
+    let content = "";
+    if (this.#parser === null) {
+      content = text;
+    } else {
+      const events = this.#parser.push(text);
+      if (final) events.push(...this.#parser.finish());
+      for (const e of events) {
+        if (e.kind === "tool_call") {
+          this.#flush(reasoning, content, tokens);
+          reasoning = content = "";
+          tokens = [];
+          this.#madeToolCall = true;
+          this.#sink({ type: "tool_call", name: e.call.name, arguments: e.call.arguments });
+        } else if (e.kind === "reasoning") {
+          reasoning += e.text;
+        } else {
+          content += e.text;
+        }
+      }
+    }
+    this.#flush(reasoning, content, tokens);
+  }
+
+  #flush(reasoning: string, content: string, tokens: GeneratedToken[]): void {
+    if (reasoning === "" && content === "" && tokens.length === 0) return;
+    this.#sink({
+      type: "delta",
+      ...(reasoning ? { reasoning } : {}),
+      ...(content ? { content } : {}),
+      tokens,
+    });
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * One loaded model, in one thread: its file read once, the front end (text), a runner
+ * (the model on its device or split over ranks) and the engine core between them. The
+ * model's Worker (model_worker.ts) runs one; `neuron generate` runs one in its own thread.
+ */
+
+import type { DeviceChoice } from "../../backend/mod.ts";
+import type { KvDType, StepInterrupt } from "../../backend/backend.ts";
+import { Engine, type EngineStats, kvPoolBlocks } from "../../engine/mod.ts";
+import { FrontEnd, type GenerateRequest, type GenerationEvent } from "../../frontend/mod.ts";
+import type { GgufModel } from "../../models/family.ts";
+import { type ModelRunner, openModel, openRunner } from "../../runner/mod.ts";
+import { describeModel, type ModelDescription } from "./describe.ts";
+
+const KV_BLOCK_SIZE = 16;
+
+export interface ModelLoadOptions {
+  modelPath: string;
+  /** "auto" picks CUDA when present, else the CPU kernels. */
+  device: DeviceChoice;
+  /** CPU threads (0 = all cores). */
+  threads: number;
+  /** CPU: weights read in place from the mmapped file (default) or copied (false). */
+  mmap?: boolean;
+  /** Cap on the context (0 = the model's). Never silently below what a request needs. */
+  contextLength: number;
+  /** Sequences decoded together. */
+  maxSequences: number;
+  /** Tokens per step at most (prefill chunk size). */
+  maxBatchTokens: number;
+  /** Steps carrying prompt chunks are sized to take about this long (default 150 ms). */
+  stepTargetMs?: number;
+  /** CUDA library names or paths ([cuda] of neuron.toml). */
+  cuda?: { libcuda?: string; libcublas?: string };
+  /** KV cache pool size in bytes (never less than one full context; absent = that). */
+  kvBudgetBytes?: number;
+  kvDtype: KvDType;
+  /** Ranks the model is split over (tensor parallelism); absent or 1: one device. */
+  tensorParallel?: number;
+  /** The CUDA device of each rank (WIRE.md `devices`). */
+  devices?: number[];
+}
+
+export class ModelSession {
+  readonly description: ModelDescription;
+
+  private constructor(
+    private readonly model: GgufModel,
+    private readonly frontEnd: FrontEnd,
+    private readonly runner: ModelRunner,
+    private readonly engine: Engine,
+    contextLength: number,
+  ) {
+    this.description = describeModel(model, frontEnd, runner, contextLength);
+  }
+
+  /** Opens the model file and builds everything; a failure releases what was built. */
+  static open(options: ModelLoadOptions): ModelSession {
+    const model = openModel(options.modelPath);
+    try {
+      const frontEnd = FrontEnd.fromGguf(model.file);
+      const cap = options.contextLength > 0 ? options.contextLength : model.shape.contextLength;
+      const contextLength = Math.min(cap, model.shape.contextLength);
+      const kv = {
+        blockSize: KV_BLOCK_SIZE,
+        nBlocks: kvPoolBlocks(
+          model.shape,
+          contextLength,
+          options.kvBudgetBytes ?? 0,
+          options.kvDtype,
+          KV_BLOCK_SIZE,
+        ),
+        dtype: options.kvDtype,
+      };
+      const runner = openRunner(model, options, kv);
+      try {
+        const engine = new Engine(runner, {
+          contextLength,
+          maxSequences: options.maxSequences,
+          maxBatchTokens: options.maxBatchTokens,
+          stepTargetMs: options.stepTargetMs,
+          kv,
+        });
+        return new ModelSession(model, frontEnd, runner, engine, contextLength);
+      } catch (err) {
+        runner.close();
+        throw err;
+      }
+    } catch (err) {
+      model.file.close();
+      throw err;
+    }
+  }
+
+  get hasWork(): boolean {
+    return this.engine.hasWork;
+  }
+
+  /**
+   * Renders, tokenizes and queues a request; its events go to `sink`. Returns the prompt's
+   * length in tokens. Errors (bad template input, prompt too long) are thrown here, before
+   * anything is queued.
+   */
+  submit(request: GenerateRequest, sink: (event: GenerationEvent) => void): number {
+    const prepared = this.frontEnd.prepare(request, sink);
+    this.engine.submit(prepared.request, prepared.output);
+    return prepared.request.prompt.length;
+  }
+
+  /** Stops a request (queued or running); it ends with a `done` of reason `cancelled`. */
+  cancel(id: string): void {
+    this.engine.cancel(id);
+  }
+
+  /** Runs one step of the engine (see Engine.step). */
+  step(interrupt?: StepInterrupt): void {
+    this.engine.step(interrupt);
+  }
+
+  /** Fails every request with an error (a step that could not run). */
+  failAll(code: string, message: string): void {
+    this.engine.failAll(code, message);
+  }
+
+  stats(): EngineStats {
+    return this.engine.stats();
+  }
+
+  /** Ends every request, then frees the runner and the file. */
+  close(): void {
+    this.engine.cancelAll();
+    this.runner.close();
+    this.model.file.close();
+  }
+}

@@ -1,0 +1,84 @@
+/** The model on one device, in this thread: a backend of its own and the model bound to it. */
+
+import {
+  type Backend,
+  type DeviceMemory,
+  deviceMemoryOf,
+  kvCacheBytes,
+  type KvPoolSpec,
+  type Step,
+  type StepInterrupt,
+} from "../backend/backend.ts";
+import { createBackend, type DeviceChoice } from "../backend/mod.ts";
+import type { GgufModel, ModelShape } from "../models/family.ts";
+import { ModelInstance } from "../models/instance.ts";
+import type { ModelRunner } from "./runner.ts";
+
+export interface LocalRunnerOptions {
+  device: DeviceChoice;
+  threads: number;
+  /** CPU: weights read in place from the mmapped file (default) or copied (false). */
+  mmap?: boolean;
+  /** Where the CUDA libraries are ([cuda] of neuron.toml). */
+  cuda?: { libcuda?: string; libcublas?: string };
+  /** The CUDA device (default 0). */
+  cudaDevice?: number;
+}
+
+export class LocalRunner implements ModelRunner {
+  private constructor(
+    readonly shape: ModelShape,
+    private readonly backend: Backend,
+    private readonly memory: DeviceMemory | null,
+    private readonly instance: ModelInstance,
+  ) {}
+
+  /** Binds `model` to a new backend with a KV pool of `kv`. */
+  static open(model: GgufModel, options: LocalRunnerOptions, kv: KvPoolSpec): LocalRunner {
+    const backend = createBackend(options.device, {
+      threads: options.threads,
+      mmap: options.mmap,
+      cuda: { ...options.cuda, device: options.cudaDevice ?? 0 },
+    });
+    try {
+      const memory = deviceMemoryOf(backend);
+      const kvBytes = kvCacheBytes({ ...model.shape, ...kv });
+      memory?.ensureFits(model.file.tensorBytes + kvBytes, "the model and its KV cache");
+      const instance = ModelInstance.create(model, backend, kv);
+      return new LocalRunner(model.shape, backend, memory, instance);
+    } catch (err) {
+      backend.close();
+      throw err;
+    }
+  }
+
+  get device(): string {
+    return this.backend.kind;
+  }
+
+  get kvBytes(): number {
+    return this.instance.kvBytes;
+  }
+
+  forward(step: Step): Float32Array;
+  forward(step: Step, interrupt: StepInterrupt | undefined): Float32Array | null;
+  forward(step: Step, interrupt?: StepInterrupt): Float32Array | null {
+    return this.instance.forward(step, interrupt);
+  }
+
+  forwardArgmax(step: Step, interrupt?: StepInterrupt): Int32Array | null {
+    return this.instance.forwardArgmax(step, interrupt);
+  }
+
+  readonly copyKvRows = (from: number, to: number, rows: number): void =>
+    this.instance.copyKvRows(from, to, rows);
+
+  deviceBytes(): number {
+    return this.memory?.deviceBytes() ?? 0;
+  }
+
+  close(): void {
+    this.instance.close();
+    this.backend.close();
+  }
+}
