@@ -130,9 +130,14 @@ export function kvRowBytes(spec: Pick<KvCacheSpec, "nKvHeads" | "headDim" | "dty
   return spec.nKvHeads * spec.headDim * (spec.dtype === "f16" ? 2 : 4);
 }
 
-/** Bytes of a whole cache of `spec`: K and V of every layer, every block. */
+/** Bytes of one layer's K (or V) in a cache of `spec`: every block. */
+export function kvLayerBytes(spec: Omit<KvCacheSpec, "nLayers">): number {
+  return spec.nBlocks * spec.blockSize * kvRowBytes(spec);
+}
+
+/** Bytes of a whole cache of `spec`: K and V of every layer. */
 export function kvCacheBytes(spec: KvCacheSpec): number {
-  return 2 * spec.nLayers * spec.nBlocks * spec.blockSize * kvRowBytes(spec);
+  return 2 * spec.nLayers * kvLayerBytes(spec);
 }
 
 /** What is wrong with a `copyKvRows` call on a cache of `spec`; null when nothing is. */

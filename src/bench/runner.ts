@@ -6,7 +6,7 @@
  * side by side.
  */
 
-import type { Backend, Step } from "../backend/backend.ts";
+import { type Backend, kvCacheBytes, type Step } from "../backend/backend.ts";
 import type { GgufModel } from "../models/family.ts";
 import { ModelInstance } from "../models/instance.ts";
 
@@ -123,8 +123,8 @@ export class ModelBench {
       if (t.name === "token_embd.weight" && !tied) continue;
       bytes += t.nBytes;
     }
-    const { nLayers, nKvHeads, headDim } = this.model.shape;
-    return bytes + 2 * nLayers * nKvHeads * headDim * 2 * context;
+    return bytes +
+      kvCacheBytes({ ...this.model.shape, blockSize: 1, nBlocks: context, dtype: "f16" });
   }
 
   close(): void {

@@ -16,6 +16,7 @@ import {
   type BandwidthProbe,
   type Collective,
   type KvCache,
+  kvCacheBytes,
   type KvCacheSpec,
   kvCopyProblem,
   kvRowBytes,
@@ -32,8 +33,8 @@ import {
   CpuKernels,
   KV_F16,
   KV_F32,
-  kvCacheBytes,
   type KvLayout,
+  kvLayoutBytes,
   MATMUL_MANY_MAX,
   type NativeBuffer,
   type Pool,
@@ -78,7 +79,7 @@ class CpuKvCache implements KvCache {
       nKvHeads: spec.nKvHeads,
       headDim: spec.headDim,
     };
-    this.bytes = 2 * spec.nLayers * kvCacheBytes(this.layout);
+    this.bytes = kvCacheBytes(spec);
   }
 }
 
@@ -186,7 +187,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
       nKvHeads: spec.nKvHeads,
       headDim: spec.headDim,
     };
-    const bytes = kvCacheBytes(layout);
+    const bytes = kvLayoutBytes(layout);
     const alloc = (): NativeBuffer => {
       const b = this.kernels.alloc(bytes);
       this.#owned.add(b);

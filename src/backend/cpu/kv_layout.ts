@@ -1,5 +1,6 @@
 /** The paged KV cache's layout as the kernels see it, and the checks of its operands. */
 
+import { kvLayerBytes } from "../backend.ts";
 import { CpuKernelError } from "./errors.ts";
 
 /** KV cache element types (ggml ids). */
@@ -17,8 +18,8 @@ export interface KvLayout {
 }
 
 /** Bytes of one of K or V for a layer with this layout. */
-export function kvCacheBytes(l: KvLayout): number {
-  return l.nBlocks * l.blockSize * l.nKvHeads * l.headDim * (l.type === KV_F16 ? 2 : 4);
+export function kvLayoutBytes(l: KvLayout): number {
+  return kvLayerBytes({ ...l, dtype: l.type === KV_F16 ? "f16" : "f32" });
 }
 
 /** Why `v` is not a count (a non-negative integer, positive unless allowZero), or null. */

@@ -9,7 +9,7 @@
 
 import { checkDims, matmulOperands } from "./checks.ts";
 import { CpuKernelError } from "./errors.ts";
-import { checkSequences, kvCacheBytes, type KvLayout, type KvSequence } from "./kv_layout.ts";
+import { checkSequences, type KvLayout, kvLayoutBytes, type KvSequence } from "./kv_layout.ts";
 import type { Operand } from "./native_buffer.ts";
 import { address, OpRecord } from "./op_record.ts";
 
@@ -240,7 +240,7 @@ export class OpList extends OpRecord {
     });
     const rows = checkSequences(op, l, sequences, positions);
     this.traceCheck(l, (s) => checkSequences(op, l, s.layout.sequences, s.layout.positions));
-    const bytes = kvCacheBytes(l);
+    const bytes = kvLayoutBytes(l);
     return [rows, this.addr(op, "kCache", kCache, bytes), this.addr(op, "vCache", vCache, bytes)];
   }
 

@@ -7,7 +7,14 @@
 
 import { dequantizeRow } from "../../gguf/dequant/mod.ts";
 import { GgmlType, ggmlTypeInfo, rowBytes } from "../../gguf/types.ts";
-import { type KvCacheSpec, kvCopyProblem, kvRowBytes, type WeightSource } from "../backend.ts";
+import {
+  kvCacheBytes,
+  type KvCacheSpec,
+  kvCopyProblem,
+  kvLayerBytes,
+  kvRowBytes,
+  type WeightSource,
+} from "../backend.ts";
 import type { CudaContext } from "./context.ts";
 import { CudaError, invalidArgument, mib } from "./errors.ts";
 import { supportedType } from "./matmul_plan.ts";
@@ -75,8 +82,8 @@ export function allocateKvCache(ctx: CudaContext, spec: KvCacheSpec): CudaKvCach
       throw invalidArgument("createKvCache", `${k} = ${v}`);
     }
   }
-  const perLayer = nBlocks * blockSize * kvRowBytes(spec);
-  ensureFits(ctx, 2 * nLayers * perLayer, "the KV cache");
+  const perLayer = kvLayerBytes(spec);
+  ensureFits(ctx, kvCacheBytes(spec), "the KV cache");
   const k: number[] = [];
   const v: number[] = [];
   try {
@@ -96,7 +103,7 @@ export function allocateKvCache(ctx: CudaContext, spec: KvCacheSpec): CudaKvCach
     for (const p of [...k, ...v]) ctx.memory.free(p);
     throw err;
   }
-  return new CudaKvCache({ ...spec }, 2 * nLayers * perLayer, k, v);
+  return new CudaKvCache({ ...spec }, kvCacheBytes(spec), k, v);
 }
 
 /** Copies positions [0, rows) of block `from` into block `to`, K and V of every layer, in
