@@ -24,6 +24,7 @@ export const admissionSchema = z.strictObject({
   max_wait_secs: z.number().positive().default(300),
 });
 
+/** `kv_budget_mb` becomes `kv_budget_bytes` here, the one place its unit changes. */
 export const nativeSchema = z.strictObject({
   hf_cache: z.string().min(1).optional(),
   model_dirs: z.array(z.string().min(1)).default([]),
@@ -36,7 +37,10 @@ export const nativeSchema = z.strictObject({
   step_target_ms: z.int().min(1).max(60_000).default(150),
   sources: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/), sourceSchema).default({}),
   admission: admissionSchema.prefault({}),
-});
+}).transform(({ kv_budget_mb, ...rest }) => ({
+  ...rest,
+  kv_budget_bytes: kv_budget_mb === undefined ? undefined : kv_budget_mb * MIB,
+}));
 
 export const harnessEntrySchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '_' or '-' only"),

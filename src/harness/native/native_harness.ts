@@ -171,7 +171,7 @@ export class NativeHarness implements Harness {
         contextLength: this.#config.context_length ?? 0,
         maxSequences: this.#config.admission.max_in_flight,
         maxBatchTokens: MAX_BATCH_TOKENS,
-        kvBudgetBytes: (this.#config.kv_budget_mb ?? 0) * 1024 * 1024,
+        kvBudgetBytes: this.#config.kv_budget_bytes,
         stepTargetMs: this.#config.step_target_ms,
         cuda: this.#cuda && { libcuda: this.#cuda.libcuda, libcublas: this.#cuda.libcublas },
         kvDtype: "f16",
