@@ -10,8 +10,12 @@
  */
 
 import { NeuronError } from "../src/common/errors.ts";
-import type { FlavourManifest, ModuleManifest } from "../src/backend/cuda/assets.ts";
-import { type Flavour, FLAVOURS } from "../src/backend/cuda/flavour.ts";
+import {
+  type Flavour,
+  type FlavourManifest,
+  FLAVOURS,
+  type ModuleManifest,
+} from "./cuda/manifest.ts";
 
 export { FLAVOURS };
 

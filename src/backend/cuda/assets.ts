@@ -8,21 +8,9 @@
 import { AssetError, assetPath, readAsset } from "../../common/assets.ts";
 import { errorMessage } from "../../common/errors.ts";
 import { CudaUnavailableError } from "./errors.ts";
-import { FLAVOURS } from "./flavour.ts";
+import { type FlavourManifest, FLAVOURS } from "../../../kernels/cuda/manifest.ts";
 
-export interface ModuleManifest {
-  name: string;
-  ptx: string;
-  cubin: string;
-  /** Kernel entry points and their PTX parameter types (u64, u32, f32), in order. */
-  entries: Record<string, string[]>;
-}
-
-export interface FlavourManifest {
-  flavour: string;
-  ptxVersion: string;
-  modules: ModuleManifest[];
-}
+export type { FlavourManifest };
 
 /** The bytes of `file` of `flavour`'s build. */
 export function readKernelAsset(flavour: string, file: string): Uint8Array {

@@ -5,23 +5,10 @@
  * the exact-match cubin when one exists.
  */
 
+import { type Flavour, FLAVOURS } from "../../../kernels/cuda/manifest.ts";
 import { CudaUnavailableError } from "./errors.ts";
 
-export interface Flavour {
-  /** Build directory and ptxas target, e.g. "sm_90". */
-  name: string;
-  /** Compute capability as major * 10 + minor. */
-  cc: number;
-  /** The architecture's family name, for messages. */
-  family: string;
-}
-
-/** ada (also runs on hopper by JIT), hopper, blackwell. */
-export const FLAVOURS: readonly Flavour[] = [
-  { name: "sm_89", cc: 89, family: "ada" },
-  { name: "sm_90", cc: 90, family: "hopper" },
-  { name: "sm_120", cc: 120, family: "blackwell" },
-];
+export { type Flavour, FLAVOURS };
 
 /** "8.9" from 89. */
 export function ccString(cc: number): string {
