@@ -3,13 +3,9 @@
  * leaves the built library alone, and an unchanged tree builds nothing.
  */
 
-import {
-  assertEquals,
-  assertRejects,
-  assertStringIncludes,
-} from "../../../tests/support/assert.ts";
-import { buildCpuKernels, CPU_LIBRARY_PATH, KernelBuildError } from "../../../kernels/build_cpu.ts";
-import { testKernels } from "./testing.ts";
+import { assertEquals, assertRejects, assertStringIncludes } from "../tests/support/assert.ts";
+import { buildCpuKernels, CPU_LIBRARY_PATH, KernelBuildError } from "./build_cpu.ts";
+import { testKernels } from "../tests/support/cpu_kernels.ts";
 
 Deno.test("a missing C compiler is gcc_missing and leaves the library in place", async () => {
   await testKernels();

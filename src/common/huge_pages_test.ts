@@ -1,7 +1,7 @@
 import { assert, assertEquals } from "../../tests/support/assert.ts";
 import { hugeMappedBytes, hugePageShare, mappedHugeShare } from "./huge_pages.ts";
 import { openSource } from "../gguf/source.ts";
-import { testKernels } from "../backend/cpu/testing.ts";
+import { testKernels } from "../../tests/support/cpu_kernels.ts";
 
 const SMAPS = `7f0000000000-7f0000200000 r--p 00000000 fe:00 12 /lib/x.so
 Rss:                 100 kB

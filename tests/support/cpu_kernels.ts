@@ -3,9 +3,9 @@
  * error measures.
  */
 
-import { buildCpuKernels } from "../../../kernels/build_cpu.ts";
-import type { Rng } from "../../gguf/mod.ts";
-import { CpuKernels, type Pool } from "./kernels.ts";
+import { buildCpuKernels } from "../../kernels/build_cpu.ts";
+import type { Rng } from "../../src/gguf/mod.ts";
+import { CpuKernels, type Pool } from "../../src/backend/cpu/kernels.ts";
 
 let kernels: CpuKernels | undefined;
 

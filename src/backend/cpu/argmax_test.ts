@@ -8,7 +8,7 @@
 import { assertEquals, assertThrows } from "../../../tests/support/assert.ts";
 import { Rng } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
-import { everyPool, randomF32, testKernels } from "./testing.ts";
+import { everyPool, randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
 /** The first index of the largest non-NaN value; 0 for a row of NaN. */
 function argmaxRef(row: Float32Array): number {

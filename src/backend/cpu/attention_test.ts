@@ -13,7 +13,7 @@ import { f16ToF32, f32ToF16, Rng } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
 import { KV_F16, KV_F32, type KvLayout, type KvType } from "./kernels.ts";
 import type { KvSequence } from "./kv_layout.ts";
-import { maxAbsDiff, randomF32, testKernels } from "./testing.ts";
+import { maxAbsDiff, randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
 interface Setup {
   nHeads: number;

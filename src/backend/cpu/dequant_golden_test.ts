@@ -6,7 +6,7 @@
 import { assert, assertEquals } from "../../../tests/support/assert.ts";
 import { openGguf } from "../../gguf/mod.ts";
 import { fixture } from "../../../tests/fixtures.ts";
-import { testKernels } from "./testing.ts";
+import { testKernels } from "../../../tests/support/cpu_kernels.ts";
 
 interface TensorGolden {
   type: string;

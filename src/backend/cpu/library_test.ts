@@ -13,7 +13,7 @@ import {
 import { GgmlType, randomBlocks, Rng } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
 import { openCpuLibrary } from "./library.ts";
-import { randomF32, testKernels } from "./testing.ts";
+import { randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
 Deno.test("a missing library is cpu_kernels_unavailable and says how to build it", () => {
   const err = assertThrows(() => openCpuLibrary("/nonexistent/libneuron_cpu.so"), CpuKernelError);

@@ -15,7 +15,7 @@
 
 import { assert, assertEquals } from "../../../tests/support/assert.ts";
 import { dequantize, ggmlTypeByName, randomBlocks, Rng } from "../../gguf/mod.ts";
-import { randomF32, relError, testKernels } from "./testing.ts";
+import { randomF32, relError, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
 /** Around each type's panel threshold (nk_isa_ops.pack_min_tokens) and past a tile. */
 const TOKEN_COUNTS = [1, 2, 3, 4, 5, 7, 8, 9, 33, 130];

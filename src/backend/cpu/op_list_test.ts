@@ -19,7 +19,7 @@ import { CpuBackend } from "./cpu_backend.ts";
 import { CpuKernelError } from "./errors.ts";
 import { type CpuKernels, KV_F16, type KvLayout, type NativeBuffer } from "./kernels.ts";
 import type { OpList } from "./op_list.ts";
-import { everyPool, randomF32, testKernels } from "./testing.ts";
+import { everyPool, randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
 type Ops = Pick<
   OpList,

@@ -15,7 +15,13 @@ import {
   Rng,
 } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
-import { everyPool, maxAbsDiff, randomF32, relError, testKernels } from "./testing.ts";
+import {
+  everyPool,
+  maxAbsDiff,
+  randomF32,
+  relError,
+  testKernels,
+} from "../../../tests/support/cpu_kernels.ts";
 
 function rmsnormRef(
   x: Float32Array,
