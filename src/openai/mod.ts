@@ -1,8 +1,9 @@
 /**
  * The OpenAI wire format: request schemas (chat completions, completions, responses) with
  * errors that name the field, and the answers, whole or streamed as server-sent events.
- * A leaf library: it knows nothing of engines or harnesses; a harness hands it a
- * `Generation` (events in this folder's own terms) and gets a Response back.
+ * It knows no engine or harness: a harness hands it a `Generation` (the front end's event
+ * vocabulary) and gets a Response back; requests resolve into the engine's sampling
+ * parameters (types only).
  */
 export { GenerationError, OpenAiError, type OpenAiErrorCode } from "./errors.ts";
 export * from "./generation.ts";
