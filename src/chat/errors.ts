@@ -6,6 +6,8 @@ export type ChatErrorCode =
   | "template_missing"
   /** The template does not parse, or raised an error while rendering these messages. */
   | "template_render_failed"
+  /** The template ran past its time or size budget (render_budget.ts). */
+  | "chat_template_failed"
   /** Messages, tools or kwargs are not in the OpenAI shape. */
   | "invalid_request";
 

@@ -10,6 +10,7 @@ import { errorMessage } from "../common/errors.ts";
 import type { GgufFile } from "../gguf/mod.ts";
 import { optionalNumber, optionalString, optionalStringArray } from "../gguf/mod.ts";
 import { ChatError } from "./errors.ts";
+import { DEFAULT_RENDER_BUDGET, type RenderBudget, withinBudget } from "./render_budget.ts";
 import {
   type ChatMessage,
   type ChatTool,
@@ -20,6 +21,8 @@ import {
 
 export interface RenderOptions {
   tools?: ChatTool[];
+  /** What the render may spend (default DEFAULT_RENDER_BUDGET). */
+  budget?: RenderBudget;
   /** Open an assistant turn at the end (default true). */
   addGenerationPrompt?: boolean;
   /** Extra template variables (chat_template_kwargs), e.g. `{ enable_thinking: false }`. */
@@ -32,7 +35,14 @@ export interface SpecialTokenTexts {
 }
 
 // Reserved names a request's kwargs may not replace.
-const RESERVED = new Set(["messages", "tools", "add_generation_prompt", "bos_token", "eos_token"]);
+const RESERVED = new Set([
+  "messages",
+  "tools",
+  "add_generation_prompt",
+  "bos_token",
+  "eos_token",
+  "range",
+]);
 
 const ARGUMENT_NEEDLE = "argument_needle";
 
@@ -63,12 +73,14 @@ export class ChatTemplate {
         throw new ChatError("invalid_request", `chat_template_kwargs may not set '${key}'`);
       }
     }
-    let normalized = messages.map(toTemplateMessage);
-    if (normalized.some((m) => m.tool_calls) && this.#requiresObjectArguments()) {
-      normalized = normalized.map(withObjectArguments);
-    }
-    const tools = options.tools?.map(toTemplateTool) ?? [];
-    return this.#render(normalized, tools, options.addGenerationPrompt ?? true, options.kwargs);
+    return withinBudget(options.budget ?? DEFAULT_RENDER_BUDGET, () => {
+      let normalized = messages.map(toTemplateMessage);
+      if (normalized.some((m) => m.tool_calls) && this.#requiresObjectArguments()) {
+        normalized = normalized.map(withObjectArguments);
+      }
+      const tools = options.tools?.map(toTemplateTool) ?? [];
+      return this.#render(normalized, tools, options.addGenerationPrompt ?? true, options.kwargs);
+    });
   }
 
   #render(
@@ -88,6 +100,7 @@ export class ChatTemplate {
     try {
       return this.#template.render(context);
     } catch (err) {
+      if (err instanceof ChatError) throw err;
       throw new ChatError(
         "template_render_failed",
         `chat template failed to render: ${errorMessage(err)}`,
@@ -116,7 +129,8 @@ export class ChatTemplate {
       try {
         const out = this.#render(messages, [], false);
         return out.includes(`"${ARGUMENT_NEEDLE}":`) || out.includes(`'${ARGUMENT_NEEDLE}':`);
-      } catch {
+      } catch (err) {
+        if (err instanceof ChatError && err.code === "chat_template_failed") throw err;
         return false;
       }
     };

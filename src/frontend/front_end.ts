@@ -6,6 +6,7 @@
  */
 
 import {
+  ChatError,
   type ChatTemplate,
   chatTemplateFromGguf,
   OutputParser,
@@ -14,7 +15,7 @@ import {
 import { errorMessage } from "../common/errors.ts";
 import type { EngineRequest } from "../engine/mod.ts";
 import type { GgufFile } from "../gguf/mod.ts";
-import { loadTokenizer, type Tokenizer } from "../tokenizer/mod.ts";
+import { loadTokenizer, type Tokenizer, utf8Length } from "../tokenizer/mod.ts";
 import { FrontEndError } from "./errors.ts";
 import type { GenerateRequest, GenerationEvent } from "./events.ts";
 import { RequestOutput } from "./output.ts";
@@ -24,6 +25,11 @@ export interface PreparedRequest {
   request: EngineRequest;
   output: RequestOutput;
 }
+
+/** Lets other work run between two slices of a long prompt's tokenizing. */
+export type Pause = () => Promise<void>;
+
+const NO_PAUSE: Pause = () => Promise.resolve();
 
 export class FrontEnd {
   readonly tokenizer: Tokenizer;
@@ -35,7 +41,12 @@ export class FrontEnd {
   /** The control token that opens every turn in this template's renders, if one does. */
   readonly #turnOpening: number | undefined;
 
-  constructor(tokenizer: Tokenizer, template: ChatTemplate | null) {
+  constructor(
+    tokenizer: Tokenizer,
+    template: ChatTemplate | null,
+    /** Tokens a prompt may have at most: the model's context. */
+    readonly contextLength = Infinity,
+  ) {
     this.tokenizer = tokenizer;
     this.template = template;
     const has = (...texts: string[]): boolean =>
@@ -45,21 +56,27 @@ export class FrontEnd {
     this.#turnOpening = turnOpening(tokenizer, template);
   }
 
-  static fromGguf(file: GgufFile): FrontEnd {
+  static fromGguf(file: GgufFile, contextLength?: number): FrontEnd {
     let template: ChatTemplate | null = null;
     try {
       template = chatTemplateFromGguf(file);
     } catch {
       // A model without a usable template still serves completions; chat says why.
     }
-    return new FrontEnd(loadTokenizer(file), template);
+    return new FrontEnd(loadTokenizer(file), template, contextLength);
   }
 
   /**
    * Renders and tokenizes the prompt and makes the request's output pipeline, which sends
-   * its events to `sink`. Template errors are thrown here, before anything runs.
+   * its events to `sink`. A prompt whose bytes alone show it cannot fit the context is
+   * refused before it is tokenized; a long one is tokenized a slice at a time, with `pause`
+   * between slices. Errors are thrown here, before anything runs.
    */
-  prepare(request: GenerateRequest, sink: (event: GenerationEvent) => void): PreparedRequest {
+  async prepare(
+    request: GenerateRequest,
+    sink: (event: GenerationEvent) => void,
+    pause: Pause = NO_PAUSE,
+  ): Promise<PreparedRequest> {
     const prompt = request.prompt;
     const wantsParse = request.parseOutput ?? prompt.kind === "messages";
     let ids: number[];
@@ -68,7 +85,15 @@ export class FrontEnd {
       ids = prompt.ids;
     } else {
       text = prompt.kind === "text" ? prompt.text : this.#render(prompt);
-      ids = this.tokenizer.encode(text, { parseSpecial: true, addSpecial: true });
+      this.#checkFits(text);
+      const slices = this.tokenizer.encodeInSlices(text, { parseSpecial: true, addSpecial: true });
+      for (let r = slices.next();; r = slices.next()) {
+        if (r.done) {
+          ids = r.value;
+          break;
+        }
+        await pause();
+      }
     }
     const parser = wantsParse
       ? new OutputParser({
@@ -93,6 +118,18 @@ export class FrontEnd {
     };
   }
 
+  /** Refuses a text whose fewest possible tokens (its bytes over the longest token's) overflow. */
+  #checkFits(text: string): void {
+    const bytes = utf8Length(text);
+    const fewest = Math.ceil(bytes / this.tokenizer.maxTokenBytes);
+    if (fewest <= this.contextLength) return;
+    throw new FrontEndError(
+      "context_length_exceeded",
+      `this model's maximum context length is ${this.contextLength} tokens; the prompt has at ` +
+        `least ${fewest} tokens (${bytes} bytes, at most ${this.tokenizer.maxTokenBytes} per token)`,
+    );
+  }
+
   #render(prompt: Extract<GenerateRequest["prompt"], { kind: "messages" }>): string {
     if (this.template === null) {
       throw new FrontEndError("template_unavailable", "this model has no usable chat template");
@@ -103,7 +140,10 @@ export class FrontEnd {
         kwargs: prompt.templateKwargs,
       });
     } catch (err) {
-      throw new FrontEndError("template_render_failed", errorMessage(err), { cause: err });
+      const code = err instanceof ChatError && err.code === "chat_template_failed"
+        ? err.code
+        : "template_render_failed";
+      throw new FrontEndError(code, errorMessage(err), { cause: err });
     }
   }
 }

@@ -75,6 +75,7 @@ const STATUS: Record<string, number> = {
   context_length_exceeded: 400,
   template_unavailable: 400,
   template_render_failed: 400,
+  chat_template_failed: 500,
   rate_limit_exceeded: 503,
   model_unloaded: 503,
   request_cancelled: 503,

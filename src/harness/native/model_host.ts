@@ -9,6 +9,7 @@ import { log } from "../../common/log.ts";
 import type { EngineStats } from "../../engine/mod.ts";
 import type { GenerateRequest, GenerationEvent } from "../../frontend/mod.ts";
 import type { ModelDescription } from "./describe.ts";
+import { ModelGoneError } from "./errors.ts";
 import type { ModelLoadOptions } from "./model_session.ts";
 import type { HostMessage, WorkerMessage } from "./protocol.ts";
 import { Doorbell, isUrgent } from "./yield.ts";
@@ -19,6 +20,7 @@ const REQUEST_CODES: ReadonlySet<string> = new Set([
   "context_length_exceeded",
   "template_unavailable",
   "template_render_failed",
+  "chat_template_failed",
   "engine_closed",
 ]);
 
@@ -34,9 +36,6 @@ export class ModelRequestError extends NeuronError {
 
 /** The model could not be loaded; `code` is the loader's (e.g. gguf_truncated). */
 export class ModelLoadError extends NeuronError {}
-
-/** The model's Worker is gone: closed (`engine_closed`) or crashed (`engine_crashed`). */
-export class ModelGoneError extends NeuronError {}
 
 /** The events of one request, in order, ending with `done` or `error`. */
 export class GenerationStream implements AsyncIterable<GenerationEvent> {
