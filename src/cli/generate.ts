@@ -52,7 +52,7 @@ function promptFrom(values: { tokens?: string; prompt?: string; messages?: strin
 
 export const generateCommand: Command = {
   summary: "generate text from a prompt with a local model",
-  run(args: string[]): Promise<number> {
+  async run(args: string[]): Promise<number> {
     const parsed = parseFlags({
       args,
       strict: true,
@@ -113,14 +113,18 @@ export const generateCommand: Command = {
       kvDtype: "f16",
     });
     try {
-      return Promise.resolve(run(session, request, values.json ?? false));
+      return await run(session, request, values.json ?? false);
     } finally {
       session.close();
     }
   },
 };
 
-function run(session: ModelSession, request: GenerateRequest, json: boolean): number {
+async function run(
+  session: ModelSession,
+  request: GenerateRequest,
+  json: boolean,
+): Promise<number> {
   const ids: number[] = [];
   const steps: Array<{ id: number; top: Array<[number, number]> }> = [];
   let text = "";
@@ -143,7 +147,7 @@ function run(session: ModelSession, request: GenerateRequest, json: boolean): nu
       failure = `${ev.code}: ${ev.message}`;
     }
   };
-  session.submit(request, onEvent);
+  await session.submit(request, onEvent);
   while (session.hasWork) session.step();
   if (failure !== null) {
     console.error(`neuron: ${failure}`);

@@ -2,3 +2,4 @@
 export { TokenizerError, type TokenizerErrorCode } from "./errors.ts";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./detokenizer.ts";
 export { type DecodeOptions, type EncodeOptions, loadTokenizer, Tokenizer } from "./tokenizer.ts";
+export { utf8Length } from "./unicode.ts";

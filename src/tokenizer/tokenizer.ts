@@ -11,7 +11,14 @@ import { TokenizerError } from "./errors.ts";
 import { MergeTable } from "./merges.ts";
 import { splitWords } from "./pretokenize.ts";
 import { partitionSpecial } from "./special.ts";
-import { BYTE_TO_CODEPOINT, CODEPOINT_TO_BYTE, toCodepoints, writeUtf8 } from "./unicode.ts";
+import {
+  BYTE_TO_CODEPOINT,
+  CODEPOINT_TO_BYTE,
+  codepointFlags,
+  FLAG_WHITESPACE,
+  toCodepoints,
+  writeUtf8,
+} from "./unicode.ts";
 import {
   ATTR_BYTE,
   ATTR_CONTROL,
@@ -35,6 +42,13 @@ export interface DecodeOptions {
 }
 
 const WORD_CACHE_LIMIT = 1 << 16;
+/** Code units of text pre-tokenized at a time (see #encodeText). */
+const WINDOW = 16384;
+/**
+ * Words ending this close to a window's end may change once the text after it is seen
+ * (the pre-tokenizer looks a few code points ahead): they are left to the next window.
+ */
+const WINDOW_MARGIN = 16;
 const CACHEABLE_WORD = 256;
 const EMPTY = new Uint8Array(0);
 const utf8 = new TextEncoder();
@@ -47,6 +61,7 @@ export class Tokenizer {
   readonly #wordCache = new Map<string, readonly number[]>();
   readonly #pieces: (Uint8Array | undefined)[];
   #wordBytes = new Uint8Array(256);
+  #maxTokenBytes: number | undefined;
 
   constructor(vocab: Vocab) {
     this.#vocab = vocab;
@@ -95,17 +110,43 @@ export class Tokenizer {
   }
 
   encode(text: string, options: EncodeOptions = {}): number[] {
+    const slices = this.encodeInSlices(text, options);
+    for (;;) {
+      const next = slices.next();
+      if (next.done) return next.value;
+    }
+  }
+
+  /**
+   * `encode`, a window of the text at a time: it pauses (yields) after each window, so a
+   * long prompt can be tokenized between other work. The ids are the same as encode's,
+   * whatever `window` (in code units) is.
+   */
+  *encodeInSlices(
+    text: string,
+    options: EncodeOptions = {},
+    window = WINDOW,
+  ): Generator<void, number[]> {
     const vocab = this.#vocab;
     const out: number[] = [];
     if (options.addSpecial && vocab.addBos && vocab.bosId !== null) out.push(vocab.bosId);
     if (text.length > 0) {
       for (const fragment of partitionSpecial(text, vocab, options.parseSpecial ?? false)) {
         if (typeof fragment === "number") out.push(fragment);
-        else this.#encodeText(fragment, out);
+        else yield* this.#encodeText(fragment, out, window);
       }
     }
     if (options.addSpecial && vocab.addEos && vocab.eosId !== null) out.push(vocab.eosId);
     return out;
+  }
+
+  /** The most bytes any one token stands for: a text of n bytes has at least n / this tokens. */
+  get maxTokenBytes(): number {
+    this.#maxTokenBytes ??= this.#vocab.texts.reduce(
+      (most, _, id) => Math.max(most, this.tokenBytes(id, true).length),
+      1,
+    );
+    return this.#maxTokenBytes;
   }
 
   /** Decodes ids to text; invalid UTF-8 becomes U+FFFD. */
@@ -167,23 +208,50 @@ export class Tokenizer {
     return EMPTY;
   }
 
-  #encodeText(text: string, out: number[]): void {
-    const { cps, offsets } = toCodepoints(text);
-    const ends: number[] = [];
-    splitWords(cps, this.#maxDigits, ends);
-    let start = 0;
-    for (const end of ends) {
-      const word = text.slice(offsets[start], offsets[end]);
-      let ids = this.#wordCache.get(word);
-      if (ids === undefined) {
-        ids = this.#encodeWord(cps, start, end);
-        if (word.length <= CACHEABLE_WORD) {
-          if (this.#wordCache.size >= WORD_CACHE_LIMIT) this.#wordCache.clear();
-          this.#wordCache.set(word, ids);
-        }
+  /**
+   * Pre-tokenizes and encodes `text` a window at a time. A window ends after a code point
+   * that is not whitespace (so every whitespace run in it is whole) and keeps only the words
+   * that end well before its end: those the pre-tokenizer decides the same with or without
+   * the text after them. The next window starts where the last kept word ended.
+   */
+  *#encodeText(text: string, out: number[], window: number): Generator<void> {
+    let from = 0;
+    let size = window;
+    while (from < text.length) {
+      const { cps, offsets } = toCodepoints(text.slice(from, from + size));
+      const last = from + size >= text.length;
+      let end = cps.length;
+      if (!last) {
+        while (end > 0 && (codepointFlags(cps[end - 1]) & FLAG_WHITESPACE) !== 0) end--;
       }
-      for (let i = 0; i < ids.length; i++) out.push(ids[i]);
-      start = end;
+      const ends: number[] = [];
+      splitWords(cps.subarray(0, end), this.#maxDigits, ends);
+      let kept = ends.length;
+      if (!last) { while (kept > 0 && ends[kept - 1] > end - WINDOW_MARGIN) kept--; }
+      if (kept === 0) {
+        // One word (or whitespace run) longer than the window: look further.
+        size *= 2;
+        continue;
+      }
+      const slice = text.slice(from, from + offsets[ends[kept - 1]]);
+      let start = 0;
+      for (let w = 0; w < kept; w++) {
+        const wordEnd = ends[w];
+        const word = slice.slice(offsets[start], offsets[wordEnd]);
+        let ids = this.#wordCache.get(word);
+        if (ids === undefined) {
+          ids = this.#encodeWord(cps, start, wordEnd);
+          if (word.length <= CACHEABLE_WORD) {
+            if (this.#wordCache.size >= WORD_CACHE_LIMIT) this.#wordCache.clear();
+            this.#wordCache.set(word, ids);
+          }
+        }
+        for (let i = 0; i < ids.length; i++) out.push(ids[i]);
+        start = wordEnd;
+      }
+      from += offsets[ends[kept - 1]];
+      size = window;
+      yield;
     }
   }
 

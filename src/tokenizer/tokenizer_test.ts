@@ -10,6 +10,7 @@ import {
 import { IncrementalDetokenizer } from "./detokenizer.ts";
 import { TokenizerError } from "./errors.ts";
 import { loadTokenizer, type Tokenizer } from "./tokenizer.ts";
+import { utf8Length } from "./unicode.ts";
 
 const NORMAL = 1;
 const CONTROL = 3;
@@ -198,4 +199,10 @@ Deno.test("the incremental detokenizer holds a character until its last byte", (
   assertEquals(detok.finish(), "\ufffd");
   assertEquals(detok.push(tok.tokenId("b")!), "b", "usable again after finish");
   assert(tok.tokenBytes(tok.tokenId("Ã")!, false).length === 1);
+});
+
+Deno.test("utf8Length counts what TextEncoder writes", () => {
+  for (const s of ["", "abc", "ñ", "日本", "🙂x", "\ud800", "a\udc00b", "\ud83d"]) {
+    assertEquals(utf8Length(s), new TextEncoder().encode(s).length, JSON.stringify(s));
+  }
 });

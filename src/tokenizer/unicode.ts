@@ -135,3 +135,23 @@ export function writeUtf8(cp: number, out: Uint8Array, at: number): number {
   out[at + 3] = 0x80 | (cp & 0x3f);
   return at + 4;
 }
+
+/** Bytes of `text` in UTF-8 (lone surrogates count as U+FFFD's 3), without encoding it. */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else {
+        bytes += 3;
+      }
+    } else bytes += 3;
+  }
+  return bytes;
+}

@@ -130,3 +130,83 @@ Deno.test("building the tables of the 151,936-token vocabulary is not slow", () 
   // Typically ~0.2 s; the bound leaves room for a busy machine yet catches a slow build.
   assert(built - opened < 3000, `tokenizer tables took ${(built - opened).toFixed(0)} ms`);
 });
+
+Deno.test("tokenizing in windows of any size gives encode's ids", () => {
+  const pieces = [
+    "Hello",
+    " world",
+    "'s",
+    "'re",
+    "'LL",
+    "don't",
+    "12345",
+    "3.14",
+    "ñandú",
+    "日本語",
+    "🙂",
+    "\u00a0",
+    " ",
+    "  ",
+    "   ",
+    "\t",
+    "\n",
+    "\r\n",
+    "\n\n",
+    " \n ",
+    "!!",
+    "?!\n",
+    "...",
+    "<|im_start|>",
+    "<think>",
+    "a",
+    "Z",
+    "\u2028",
+    "x1y2",
+    "—",
+    // Whitespace runs longer than the pre-tokenizer's lookahead, with newlines inside.
+    " ".repeat(30),
+    "\t".repeat(20) + "\n",
+    "\n" + " ".repeat(25),
+    " \n".repeat(12),
+  ];
+  let seed = 7;
+  const next = (n: number): number => {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    return seed % n;
+  };
+  const texts = [
+    // A window that ends inside this run sees its first newline only.
+    "a\n" + " ".repeat(100) + "\nb",
+    ...Array.from(
+      { length: 200 },
+      () => Array.from({ length: 20 + next(300) }, () => pieces[next(pieces.length)]).join(""),
+    ),
+  ];
+  for (const text of texts) {
+    for (const parseSpecial of [true, false]) {
+      const whole = tokenizer.encode(text, { parseSpecial });
+      for (const window of [1, 7, 20, 33, 100]) {
+        const slices = tokenizer.encodeInSlices(text, { parseSpecial }, window);
+        let r = slices.next();
+        while (!r.done) r = slices.next();
+        assertEquals(r.value, whole, `window ${window}: ${JSON.stringify(text)}`);
+      }
+    }
+  }
+  for (const c of golden.cases) {
+    const slices = tokenizer.encodeInSlices(c.text, { parseSpecial: true }, 5);
+    let r = slices.next();
+    while (!r.done) r = slices.next();
+    assertEquals(r.value, c.llama_cpp.parse_special, c.name);
+  }
+});
+
+Deno.test("a text of n bytes has at least n / maxTokenBytes tokens", () => {
+  const most = tokenizer.maxTokenBytes;
+  assert(most >= 16 && most <= 1024, `max token bytes ${most}`);
+  for (const c of golden.cases) {
+    const bytes = new TextEncoder().encode(c.text).length;
+    const ids = tokenizer.encode(c.text, { parseSpecial: true });
+    assert(ids.length >= Math.ceil(bytes / most), c.name);
+  }
+});

@@ -7,10 +7,16 @@
 import type { DeviceChoice } from "../../backend/mod.ts";
 import type { KvDType, StepInterrupt } from "../../backend/backend.ts";
 import { Engine, type EngineStats, kvPoolBlocks } from "../../engine/mod.ts";
-import { FrontEnd, type GenerateRequest, type GenerationEvent } from "../../frontend/mod.ts";
+import {
+  FrontEnd,
+  type GenerateRequest,
+  type GenerationEvent,
+  type Pause,
+} from "../../frontend/mod.ts";
 import type { GgufModel } from "../../models/family.ts";
 import { type ModelRunner, openModel, openRunner } from "../../runner/mod.ts";
 import { describeModel, type ModelDescription } from "./describe.ts";
+import { ModelGoneError } from "./errors.ts";
 
 const KV_BLOCK_SIZE = 16;
 
@@ -43,6 +49,7 @@ export interface ModelLoadOptions {
 
 export class ModelSession {
   readonly description: ModelDescription;
+  #closed = false;
 
   private constructor(
     private readonly model: GgufModel,
@@ -58,9 +65,9 @@ export class ModelSession {
   static open(options: ModelLoadOptions): ModelSession {
     const model = openModel(options.modelPath);
     try {
-      const frontEnd = FrontEnd.fromGguf(model.file);
       const cap = options.contextLength > 0 ? options.contextLength : model.shape.contextLength;
       const contextLength = Math.min(cap, model.shape.contextLength);
+      const frontEnd = FrontEnd.fromGguf(model.file, contextLength);
       const kv = {
         blockSize: KV_BLOCK_SIZE,
         nBlocks: kvPoolBlocks(
@@ -97,12 +104,18 @@ export class ModelSession {
   }
 
   /**
-   * Renders, tokenizes and queues a request; its events go to `sink`. Returns the prompt's
-   * length in tokens. Errors (bad template input, prompt too long) are thrown here, before
-   * anything is queued.
+   * Renders, tokenizes and queues a request; its events go to `sink`. Resolves with the
+   * prompt's length in tokens. A long prompt is tokenized a slice at a time, `pause`
+   * between slices. Errors (bad template input, prompt too long, the session closed
+   * meanwhile) reject it, before anything is queued.
    */
-  submit(request: GenerateRequest, sink: (event: GenerationEvent) => void): number {
-    const prepared = this.frontEnd.prepare(request, sink);
+  async submit(
+    request: GenerateRequest,
+    sink: (event: GenerationEvent) => void,
+    pause?: Pause,
+  ): Promise<number> {
+    const prepared = await this.frontEnd.prepare(request, sink, pause);
+    if (this.#closed) throw new ModelGoneError("engine_closed", "the model was unloaded");
     this.engine.submit(prepared.request, prepared.output);
     return prepared.request.prompt.length;
   }
@@ -128,6 +141,7 @@ export class ModelSession {
 
   /** Ends every request, then frees the runner and the file. */
   close(): void {
+    this.#closed = true;
     this.engine.cancelAll();
     this.runner.close();
     this.model.file.close();

@@ -71,15 +71,16 @@ self.onmessage = (e: MessageEvent<HostMessage>): void => {
         send({ op: "rejected", id, code: "engine_closed", message: "model not loaded" });
         return;
       }
-      try {
-        const sink = (event: GenerationEvent): void => send({ op: "event", id, event });
-        const promptTokens = session.submit(msg.request, sink);
-        send({ op: "accepted", id, promptTokens });
-      } catch (err) {
-        send({ op: "rejected", id, code: codeOf(err), message: errorMessage(err) });
-        return;
-      }
-      run();
+      const sink = (event: GenerationEvent): void => send({ op: "event", id, event });
+      // A long prompt is tokenized a slice at a time, steps and messages running between.
+      const pause = () => yieldToEventLoop(doorbell, () => received);
+      session.submit(msg.request, sink, pause).then(
+        (promptTokens) => {
+          send({ op: "accepted", id, promptTokens });
+          run();
+        },
+        (err) => send({ op: "rejected", id, code: codeOf(err), message: errorMessage(err) }),
+      );
       return;
     }
     case "cancel":

@@ -1,0 +1,10 @@
+import { NeuronError } from "../../common/errors.ts";
+
+/** The model's Worker is gone: closed (`engine_closed`) or crashed (`engine_crashed`). */
+export class ModelGoneError extends NeuronError {
+  declare readonly code: "engine_closed" | "engine_crashed";
+
+  constructor(code: "engine_closed" | "engine_crashed", message: string) {
+    super(code, message);
+  }
+}
