@@ -123,8 +123,17 @@ export function openLibrary<S extends Deno.ForeignLibraryInterface>(
     try {
       return { lib: Deno.dlopen(path, symbols), path };
     } catch (err) {
-      failures.push(`${path}: ${errorMessage(err)}`);
+      failures.push(loaderFailure(path, err));
     }
   }
   throw new CudaUnavailableError(`cannot load ${kind} (${configured}): ${failures.join("; ")}`);
+}
+
+/**
+ * The loader's reason for `path`, said once: Deno repeats its "Could not open library"
+ * prefix, and dlerror's message names the path already.
+ */
+function loaderFailure(path: string, err: unknown): string {
+  const reason = errorMessage(err).replace(/^(Could not open library: )+/, "");
+  return reason.startsWith(path) ? reason : `${path}: ${reason}`;
 }
