@@ -12,6 +12,7 @@ import type {
   ModelStatus,
 } from "./harness.ts";
 import { clientResponseHeaders, passThrough, upstreamRequestHeaders } from "./proxy.ts";
+import { withStreamUsage } from "./stream_usage.ts";
 import { SystemdUnit } from "./systemd.ts";
 import { UpstreamClient, type UpstreamModel } from "./upstream.ts";
 
@@ -231,7 +232,8 @@ export class ExternalHarness implements Harness {
       res = await fetch(`${this.#upstream.base}/v1/${call.route}`, {
         method: "POST",
         headers: upstreamRequestHeaders(call.headers),
-        body: call.body,
+        // The Responses API always ends its stream with usage; the other two need asking.
+        body: call.route === "responses" ? call.body : withStreamUsage(call.body, call.json),
         signal: call.signal,
         redirect: "manual",
       });
