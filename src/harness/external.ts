@@ -15,6 +15,7 @@ import { clientResponseHeaders, passThrough, upstreamRequestHeaders } from "./pr
 import { withStreamUsage } from "./stream_usage.ts";
 import { SystemdUnit } from "./systemd.ts";
 import { UpstreamClient, type UpstreamModel } from "./upstream.ts";
+import { wrapUpstreamError } from "./upstream_error.ts";
 
 const POLL_READY_MS = 5_000;
 const BACKOFF_FIRST_MS = 200;
@@ -247,6 +248,7 @@ export class ExternalHarness implements Harness {
         { cause: err, retryAfter: 5 },
       );
     }
+    if (res.status >= 400) return await wrapUpstreamError(res, this.name);
     this.#inFlight.set(call.model, (this.#inFlight.get(call.model) ?? 0) + 1);
     const body = passThrough(res.body, () => {
       this.#inFlight.set(call.model, (this.#inFlight.get(call.model) ?? 1) - 1);
