@@ -14,6 +14,7 @@ export type HarnessErrorCode =
   | "model_load_failed"
   | "harness_unavailable"
   | "upstream_error"
+  | "unload_unsupported"
   | "shutting_down";
 
 export class HarnessError extends NeuronError {

@@ -12,12 +12,19 @@ import type {
   ModelStatus,
 } from "./harness.ts";
 import { clientResponseHeaders, passThrough, upstreamRequestHeaders } from "./proxy.ts";
+import { withStreamUsage } from "./stream_usage.ts";
 import { SystemdUnit } from "./systemd.ts";
-import { UpstreamClient, type UpstreamModel } from "./upstream.ts";
+import { type ModelApi, UpstreamClient, type UpstreamModel } from "./upstream.ts";
+import { wrapUpstreamError } from "./upstream_error.ts";
 
 const POLL_READY_MS = 5_000;
 const BACKOFF_FIRST_MS = 200;
 const BACKOFF_MAX_MS = 5_000;
+/** As long as the gateway waits for a load. */
+const LOAD_TIMEOUT_MS = 1_800_000;
+/** llama-server force-kills an instance 10 s after asking it to stop; this leaves margin. */
+const UNLOAD_TIMEOUT_MS = 60_000;
+const SETTLE_POLL_MAX_MS = 2_000;
 
 type State = "starting" | "ready" | "down";
 
@@ -36,8 +43,10 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 /**
  * An OpenAI-compatible server (mistral.rs, llama-server, vLLM) run beside neuron, optionally
  * as a systemd unit that neuron starts and stops. Its models come from its own /v1/models;
- * loads and unloads use mistral.rs's /v1/models/{reload,unload}; /v1/* requests are relayed
- * byte for byte, streams included, without buffering.
+ * loads and unloads go through whichever management API that listing shows (mistral.rs or
+ * llama-server's router, see upstream.ts). /v1/* requests are relayed byte for byte,
+ * streams included, without buffering; the only rewrite asks a stream for its usage chunk,
+ * and an upstream's error answer is put in neuron's envelope.
  */
 export class ExternalHarness implements Harness {
   readonly name: string;
@@ -50,6 +59,7 @@ export class ExternalHarness implements Harness {
   #state: State = "starting";
   #detail = "not contacted yet";
   #models = new Map<string, UpstreamModel>();
+  #api: ModelApi = "none";
   #inFlight = new Map<string, number>();
   #starting: Promise<void> | null = null;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -110,8 +120,9 @@ export class ExternalHarness implements Harness {
   /** Re-reads the model list; the state follows what it finds. */
   async #refresh(): Promise<void> {
     try {
-      const models = await this.#upstream.models();
+      const { api, models } = await this.#upstream.models();
       this.#models = new Map(models.map((m) => [m.id, m]));
+      this.#api = api;
       if (this.#state !== "ready") this.#log.info("upstream ready", { models: models.length });
       this.#state = "ready";
       this.#detail = "";
@@ -162,10 +173,7 @@ export class ExternalHarness implements Harness {
   }
 
   #status(m: UpstreamModel): ModelStatus {
-    if (this.#state !== "ready") return "recovering";
-    if (m.status === "unloaded") return "unloaded";
-    if (m.status === "reloading") return "loading";
-    return "loaded";
+    return this.#state === "ready" ? m.state : "recovering";
   }
 
   list(): ModelInfo[] {
@@ -183,20 +191,36 @@ export class ExternalHarness implements Harness {
       if (status === "recovering") {
         info.servable = { ok: false, reason: "harness_unavailable", detail: this.#detail };
       }
+      if (status === "failed") {
+        info.error = m.detail;
+        info.servable = { ok: false, reason: "load_failed", detail: m.detail };
+      }
       return info;
     });
   }
 
   async load(spec: ModelSpec): Promise<void> {
     await this.#ensureUp();
-    this.#log.info("loading through upstream", { model: spec.model_id });
-    await this.#upstream.modelOp("reload", spec.model_id);
-    await this.#refresh();
-    const m = this.#models.get(spec.model_id);
-    if (!m || this.#status(m) !== "loaded") {
+    const id = spec.model_id;
+    const api = this.#api;
+    if (api === "none") {
       throw new HarnessError(
-        "upstream_error",
-        `${this.#upstream.base} accepted the reload of ${spec.model_id} but does not list it as loaded`,
+        "model_not_found",
+        `harness ${this.name}: ${this.#upstream.base} does not serve ${id} and cannot load ` +
+          `models (it serves: ${[...this.#models.keys()].join(", ") || "nothing"})`,
+      );
+    }
+    this.#log.info("loading through upstream", { model: id, api });
+    const answer = await this.#upstream.manage(api, "load", id);
+    if (answer.status === 404) {
+      throw new HarnessError("model_not_found", `${this.#upstream.base}: ${answer.message}`);
+    }
+    if (answer.status >= 400) await this.#refusedUnless(answer, id, ["loaded", "loading"]);
+    const m = await this.#settle(id, (m) => m?.state !== "loading", LOAD_TIMEOUT_MS, "load");
+    if (!m || m.state !== "loaded") {
+      throw new HarnessError(
+        "model_load_failed",
+        `${this.#upstream.base} did not load ${id}: ${m?.detail ?? `it is ${m?.state ?? "gone"}`}`,
       );
     }
   }
@@ -205,8 +229,78 @@ export class ExternalHarness implements Harness {
     if (!this.#models.has(id)) {
       throw new HarnessError("model_not_found", `model ${id} is not loaded`);
     }
-    await this.#upstream.modelOp("unload", id);
+    const api = this.#api;
+    if (api === "none") {
+      throw new HarnessError(
+        "unload_unsupported",
+        `harness ${this.name}: this upstream (${this.#upstream.base}) cannot unload models; ` +
+          "its /v1/models reports no load state, as servers that always serve what they " +
+          "started with do (vLLM, llama-server outside router mode)",
+      );
+    }
+    const answer = await this.#upstream.manage(api, "unload", id);
+    if (answer.status === 404) {
+      throw new HarnessError("model_not_found", `${this.#upstream.base}: ${answer.message}`);
+    }
+    // llama-server refuses (400) to unload what is not running: already where we want it.
+    if (answer.status >= 400) await this.#refusedUnless(answer, id, ["unloaded", "failed"]);
+    await this.#settle(
+      id,
+      (m) => m?.state !== "loaded" && m?.state !== "loading",
+      UNLOAD_TIMEOUT_MS,
+      "unload",
+    );
+  }
+
+  /** A refused load or unload is an error unless the model is already in one of `fine`. */
+  async #refusedUnless(
+    answer: { status: number; message: string },
+    id: string,
+    fine: UpstreamModel["state"][],
+  ): Promise<void> {
     await this.#refresh();
+    const m = this.#models.get(id);
+    if (!m) throw new HarnessError("model_not_found", `${this.#upstream.base}: ${answer.message}`);
+    if (fine.includes(m.state)) return;
+    throw new HarnessError(
+      "upstream_error",
+      `${this.#upstream.base} answered ${answer.status}: ${answer.message}`,
+    );
+  }
+
+  /**
+   * Re-reads the listing until `settled` holds for the model (absent: undefined), for
+   * upstreams whose loads and unloads finish after they answer; an upstream_error past the
+   * deadline.
+   */
+  async #settle(
+    id: string,
+    settled: (m: UpstreamModel | undefined) => boolean,
+    timeoutMs: number,
+    what: string,
+  ): Promise<UpstreamModel | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    let wait = 50;
+    for (;;) {
+      await this.#refresh();
+      if (this.#state !== "ready") {
+        throw new HarnessError(
+          "harness_unavailable",
+          `harness ${this.name}: lost the upstream during the ${what} of ${id}: ${this.#detail}`,
+          { retryAfter: 10 },
+        );
+      }
+      const m = this.#models.get(id);
+      if (settled(m)) return m;
+      if (this.#closing.signal.aborted || Date.now() + wait > deadline) {
+        throw new HarnessError(
+          "upstream_error",
+          `${this.#upstream.base}: the ${what} of ${id} did not finish in ${timeoutMs / 1000} s`,
+        );
+      }
+      await sleep(wait, this.#closing.signal);
+      wait = Math.min(wait * 2, SETTLE_POLL_MAX_MS);
+    }
   }
 
   has(id: string): boolean {
@@ -231,7 +325,8 @@ export class ExternalHarness implements Harness {
       res = await fetch(`${this.#upstream.base}/v1/${call.route}`, {
         method: "POST",
         headers: upstreamRequestHeaders(call.headers),
-        body: call.body,
+        // The Responses API always ends its stream with usage; the other two need asking.
+        body: call.route === "responses" ? call.body : withStreamUsage(call.body, call.json),
         signal: call.signal,
         redirect: "manual",
       });
@@ -245,6 +340,7 @@ export class ExternalHarness implements Harness {
         { cause: err, retryAfter: 5 },
       );
     }
+    if (res.status >= 400) return await wrapUpstreamError(res, this.name);
     this.#inFlight.set(call.model, (this.#inFlight.get(call.model) ?? 0) + 1);
     const body = passThrough(res.body, () => {
       this.#inFlight.set(call.model, (this.#inFlight.get(call.model) ?? 1) - 1);

@@ -26,9 +26,18 @@ function filtered(headers: Headers, drop: Set<string>): Headers {
   return out;
 }
 
-const REQUEST_DROP = new Set(["host", "content-length", "accept-encoding"]);
+/**
+ * The body sent upstream is the one the server decoded (a client's gzip is undone before
+ * routing, and upstreams such as vLLM cannot read a compressed request), so its encoding
+ * and length headers no longer apply.
+ */
+const REQUEST_DROP = new Set(["host", "content-length", "content-encoding", "accept-encoding"]);
 
-/** Headers to send upstream. Compression is refused so the body we relay is the body sent. */
+/**
+ * Headers to send upstream. Compression is refused: with `identity` asked for, fetch hands
+ * over the bytes exactly as the upstream sent them (with `gzip` asked for, it would inflate
+ * them yet keep the `content-encoding` header, and the client would inflate them again).
+ */
 export function upstreamRequestHeaders(incoming: Headers): Headers {
   const out = filtered(incoming, REQUEST_DROP);
   out.set("accept-encoding", "identity");
@@ -36,13 +45,12 @@ export function upstreamRequestHeaders(incoming: Headers): Headers {
 }
 
 /**
- * Headers to relay back. The length is recomputed by our own server, and an encoding the
- * upstream applied despite `identity` has already been undone by fetch.
+ * Headers to relay back. The length is recomputed by our own server. `content-encoding`
+ * stays: an upstream that compresses despite `identity` reaches us still compressed, and the
+ * header is what tells the client so.
  */
 export function clientResponseHeaders(upstream: Headers): Headers {
-  const drop = new Set(["content-length"]);
-  if (upstream.has("content-encoding")) drop.add("content-encoding");
-  return filtered(upstream, drop);
+  return filtered(upstream, new Set(["content-length"]));
 }
 
 /** `body`, relayed chunk by chunk; `done` runs once when it ends, fails or is cancelled. */

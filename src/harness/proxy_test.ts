@@ -1,13 +1,14 @@
 import { assertEquals } from "../../tests/support/assert.ts";
 import { clientResponseHeaders, passThrough, upstreamRequestHeaders } from "./proxy.ts";
 
-Deno.test("proxy headers: hop-by-hop and connection-listed headers stay behind", () => {
+Deno.test("proxy headers: hop-by-hop, connection-listed and decoded-body headers stay behind", () => {
   const up = upstreamRequestHeaders(
     new Headers({
       host: "node:13131",
       connection: "keep-alive, x-private",
       "x-private": "1",
       "content-length": "12",
+      "content-encoding": "gzip",
       "accept-encoding": "gzip",
       "content-type": "application/json",
       "x-request-id": "r1",
@@ -27,7 +28,12 @@ Deno.test("proxy headers: hop-by-hop and connection-listed headers stay behind",
       "x-upstream": "y",
     }),
   );
-  assertEquals([...back], [["content-type", "text/event-stream"], ["x-upstream", "y"]]);
+  // The body comes back as the upstream encoded it, so its encoding must come with it.
+  assertEquals([...back], [
+    ["content-encoding", "gzip"],
+    ["content-type", "text/event-stream"],
+    ["x-upstream", "y"],
+  ]);
 });
 
 Deno.test("passThrough: relays every chunk and reports the end once, on finish or cancel", async () => {

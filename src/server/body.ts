@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { decodedBody } from "./content_encoding.ts";
 import { ServerError } from "./errors.ts";
 
 /**
@@ -25,7 +26,7 @@ export async function readBody(req: Request, limit: number): Promise<Uint8Array<
   if (!req.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let total = 0;
-  const reader = req.body.getReader();
+  const reader = decodedBody(req, req.body).getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;

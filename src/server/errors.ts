@@ -52,6 +52,7 @@ const STATUS: Record<string, number> = {
   model_loading: 409,
   model_load_failed: 500,
   upstream_error: 502,
+  unload_unsupported: 501,
   harness_unavailable: 503,
   shutting_down: 503,
   tp_worker_failed: 503,

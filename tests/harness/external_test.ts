@@ -5,61 +5,16 @@
  */
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { completionBody, streamFrames } from "../support/fake_upstream.ts";
-import { eventually, jsonOf, type TestNode, withNode } from "../support/node.ts";
+import { eventually, jsonOf, withNode } from "../support/node.ts";
+import { DENO, FAKE_SYSTEMCTL, FAKE_UPSTREAM, freePort, readEvents } from "../support/processes.ts";
 import {
-  DENO,
-  FAKE_SYSTEMCTL,
-  FAKE_UPSTREAM,
-  freePort,
-  readEvents,
-  startUpstream,
-  type Upstream,
-} from "../support/processes.ts";
-
-type Json = Record<string, unknown>;
-
-const MODEL = "Qwen/Qwen3-8B";
-
-function externalConfig(endpoint: string, extra: Json = {}): Json {
-  return {
-    harnesses: [{ name: "native" }, { name: "mistralrs", endpoint, ...extra }],
-  };
-}
-
-async function withUpstream(
-  opts: { models?: string[]; unloaded?: string[] },
-  fn: (up: Upstream, node: TestNode) => Promise<void>,
-  extra: Json = {},
-): Promise<void> {
-  const up = await startUpstream(opts);
-  try {
-    await withNode({ ...externalConfig(up.url), ...extra }, async (node) => {
-      await eventually(
-        async () => {
-          const models = await jsonOf(await node.get("/models")) as Json[];
-          return models.length > 0 ? true : undefined;
-        },
-        10_000,
-        "the upstream's models to appear",
-      );
-      await fn(up, node);
-    });
-  } finally {
-    await up.stop();
-  }
-}
-
-const enc = new TextEncoder();
-
-function chatBody(stream: boolean, maxTokens = 5): string {
-  // Odd spacing and a non-ASCII character: the upstream must receive exactly these bytes.
-  return `{"model": "${MODEL}",  "stream": ${stream}, "max_tokens": ${maxTokens}, "messages":[{"role":"user","content":"héllo"}]}`;
-}
-
-async function sha256(text: string): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", enc.encode(text));
-  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+  chatBody,
+  externalConfig,
+  type Json,
+  MODEL,
+  sha256,
+  withUpstream,
+} from "./upstream_node.ts";
 
 Deno.test("external: models come from the upstream; endpoint and capabilities by encoded id", async () => {
   await withUpstream({ models: [MODEL], unloaded: ["other/model"] }, async (_up, node) => {

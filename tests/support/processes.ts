@@ -41,9 +41,19 @@ export async function readEvents(file: string): Promise<string[]> {
   }
 }
 
-export async function startUpstream(
-  opts: { models?: string[]; unloaded?: string[]; port?: number } = {},
-): Promise<Upstream> {
+export interface UpstreamOptions {
+  models?: string[];
+  unloaded?: string[];
+  /** Models whose loads fail (llama_router). */
+  failing?: string[];
+  port?: number;
+  /** Whose model management the fake mimics (see fake_upstream.ts). */
+  api?: "mistralrs" | "llama_router" | "none";
+  /** How long a llama_router load or unload takes to finish after its answer. */
+  settleMs?: number;
+}
+
+export async function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
   const eventsFile = await Deno.makeTempFile({ suffix: ".events" });
   const child = new Deno.Command(DENO, {
     args: [
@@ -58,6 +68,12 @@ export async function startUpstream(
       (opts.models ?? []).join(","),
       "--unloaded",
       (opts.unloaded ?? []).join(","),
+      "--failing",
+      (opts.failing ?? []).join(","),
+      "--api",
+      opts.api ?? "mistralrs",
+      "--settle-ms",
+      String(opts.settleMs ?? 200),
     ],
     stdout: "piped",
     stderr: "inherit",
