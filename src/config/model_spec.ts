@@ -10,6 +10,8 @@ const fields = {
   quant: z.string().min(1).nullish(),
   tensor_parallel: z.int().min(1).max(64).nullish(),
   devices: z.array(z.int().min(0)).min(1).nullish(),
+  /** Another name requests may use for the model (llama-server's --alias). */
+  served_name: z.string().min(1).max(256).regex(/^\S+$/, "no whitespace").nullish(),
 };
 
 function devicesMatchTp(

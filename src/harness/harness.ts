@@ -11,6 +11,8 @@ export type ModelStatus = "loading" | "loaded" | "unloaded" | "recovering" | "fa
 /** One entry of `GET /models` (WIRE.md). */
 export interface ModelInfo {
   id: string;
+  /** Another name requests may use (`served_name` of the load). */
+  served_name?: string;
   harness: string;
   status: ModelStatus;
   devices: number[];

@@ -10,6 +10,9 @@ import { NativeHarness } from "./native/mod.ts";
 const REQUEST_ERRORS = new Set([
   "unknown_harness",
   "path_not_allowed",
+  "model_file_not_found",
+  "model_file_invalid",
+  "served_name_taken",
   "model_not_found",
   // the model_id or quant names nothing loadable (hub requests)
   "invalid_model_id",
@@ -20,6 +23,9 @@ const REQUEST_ERRORS = new Set([
   "split_gguf_unsupported",
   "tensor_parallel_unavailable",
 ]);
+
+/** Failed loads /models keeps, the oldest forgotten first. */
+const MAX_FAILED = 16;
 
 interface PendingLoad {
   harness: string;
@@ -99,9 +105,16 @@ export class HarnessRegistry {
     return out;
   }
 
-  /** The model's entry when a harness holds it and it is loaded. */
-  loaded(id: string): ModelInfo | undefined {
-    return this.list().find((m) => m.id === id && m.status === "loaded");
+  /** The model's entry when a harness holds it and it is loaded; `name` may be its served name. */
+  loaded(name: string): ModelInfo | undefined {
+    return this.list().find((m) =>
+      (m.id === name || m.served_name === name) && m.status === "loaded"
+    );
+  }
+
+  /** Whether `id` is being loaded now (its requests are told to retry, not that it is unknown). */
+  loading(id: string): boolean {
+    return this.#loads.has(id) || this.list().some((m) => m.id === id && m.status === "loading");
   }
 
   /** The harness that serves requests for `id`, if any. */
@@ -151,6 +164,9 @@ export class HarnessRegistry {
       (err) => {
         mlog.warn("model load failed", { error: errorMessage(err) });
         if (err instanceof NeuronError && REQUEST_ERRORS.has(err.code)) throw err;
+        if (this.#failed.size >= MAX_FAILED) {
+          this.#failed.delete(this.#failed.keys().next().value!);
+        }
         this.#failed.set(id, {
           id,
           harness: harness.name,

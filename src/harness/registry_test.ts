@@ -137,3 +137,37 @@ Deno.test("registry: candle and native name the same harness; unknown names are 
   await reg.unload("a/b");
   assertEquals(reg.list(), []);
 });
+
+Deno.test("registry: /models keeps the last 16 failed loads, forgetting the oldest", async () => {
+  const ext = new ScriptedHarness("ext");
+  const reg = new HarnessRegistry([ext]);
+  ext.failWith = new HarnessError("upstream_error", "boom");
+  for (let i = 0; i < 20; i++) {
+    const p = reg.load(spec(`m/${i}`));
+    ext.release!();
+    await assertRejects(() => p, HarnessError);
+  }
+  const failed = reg.list().filter((m) => m.status === "failed").map((m) => m.id);
+  assertEquals(failed, Array.from({ length: 16 }, (_, i) => `m/${i + 4}`));
+});
+
+Deno.test("registry: a model is found by its served name; a load in progress is told apart", async () => {
+  const ext = new ScriptedHarness("ext");
+  const reg = new HarnessRegistry([ext]);
+  const p = reg.load(spec("m/1"));
+  assertEquals([reg.loading("m/1"), reg.loading("m/2")], [true, false]);
+  ext.release!();
+  await p;
+  assertEquals(reg.loading("m/1"), false);
+  ext.list = () => [{
+    id: "m/1",
+    served_name: "short",
+    harness: "ext",
+    status: "loaded",
+    devices: [],
+    vram_used_mb: null,
+  }];
+  assertEquals(reg.loaded("short")?.id, "m/1");
+  assertEquals(reg.loaded("m/1")?.id, "m/1");
+  assertEquals(reg.loaded("other"), undefined);
+});

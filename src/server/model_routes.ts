@@ -12,6 +12,7 @@ const unloadSchema = z.object({ model_id: z.string().min(1) });
 function wireModel(m: ModelInfo): Record<string, unknown> {
   const out: Record<string, unknown> = {
     id: m.id,
+    ...(m.served_name ? { served_name: m.served_name } : {}),
     harness: m.harness,
     status: m.status,
     devices: m.devices,

@@ -10,6 +10,9 @@ const routingSchema = z.looseObject({ model: z.string().min(1) });
 
 const ROUTES: InferenceRoute[] = ["chat/completions", "completions", "responses"];
 
+/** What a request for a model still loading is told to wait. */
+const MODEL_LOADING_RETRY_SECS = 5;
+
 /** `/v1/models` from the registry; `/v1/{chat/completions,completions,responses}` handed over. */
 export function openaiRoutes(routes: Routes, deps: ServerDeps): void {
   const { registry, config } = deps;
@@ -24,8 +27,9 @@ export function openaiRoutes(routes: Routes, deps: ServerDeps): void {
   routes.on("GET", "/v1/models", (c) =>
     c.json({
       object: "list",
+      // A served name is what clients are meant to use, as vLLM and llama-server list it.
       data: registry.list().filter((m) => m.status === "loaded").map((m) =>
-        modelObject(m.id, m.harness)
+        modelObject(m.served_name ?? m.id, m.harness)
       ),
     }));
 
@@ -33,7 +37,7 @@ export function openaiRoutes(routes: Routes, deps: ServerDeps): void {
     const id = idParam(c);
     const m = registry.loaded(id);
     if (!m) throw new HarnessError("model_not_found", `The model '${id}' does not exist`);
-    return c.json(modelObject(m.id, m.harness));
+    return c.json(modelObject(id, m.harness));
   });
 
   for (const route of ROUTES) {
@@ -61,6 +65,11 @@ async function dispatch(
   const { model } = validateBody(routingSchema, json);
   const harness = deps.registry.find(model);
   if (!harness) {
+    if (deps.registry.loading(model)) {
+      throw new HarnessError("model_loading", `The model '${model}' is still loading`, {
+        retryAfter: MODEL_LOADING_RETRY_SECS,
+      });
+    }
     throw new HarnessError("model_not_found", `The model '${model}' does not exist`);
   }
   const headers = new Headers(req.headers);

@@ -85,6 +85,14 @@ Deno.test("node + hub: load from a source with progress, then serve; errors name
       assertEquals(p.file, "qwen3-tiny-Q8_0.gguf");
       assert((seen.progress as number) > 0 && (seen.progress as number) < 1, "progress is 0..1");
       assert(typeof p.bytes_per_sec === "number", "rate");
+      // A request for it now is told to come back, not that the model does not exist.
+      const early = await node.post("/v1/chat/completions", {
+        model: MODEL,
+        messages: [{ role: "user", content: "Hello!" }],
+      });
+      const earlyBody = await jsonOf(early) as { error: Json };
+      assertEquals([early.status, earlyBody.error.code], [503, "model_loading"]);
+      assert(Number(early.headers.get("retry-after")) > 0, "Retry-After");
       assertEquals((await loading).status, 200);
 
       const m = (await jsonOf(await node.get("/models")) as Json[]).find((m) => m.id === MODEL)!;

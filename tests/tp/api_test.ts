@@ -7,7 +7,7 @@
  * blocks is refused saying why; no worker process outlives its model.
  */
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
-import { jsonOf, type TestNode, withNode } from "../support/node.ts";
+import { eventually, jsonOf, type TestNode, withNode } from "../support/node.ts";
 import { fixture, type GoldenPrompt, LOGIT_TOLERANCE, modelGolden } from "../fixtures.ts";
 import { nativeNode, parseSse, v1 } from "../native/support.ts";
 import { until, workersOn } from "./support/children.ts";
@@ -188,4 +188,42 @@ Deno.test("tp api: a split that would cut Q4_K blocks is refused, saying why", a
     assertEquals(await jsonOf(await node.get("/models")), []);
     assertEquals(workersOn(LABEL), []);
   });
+});
+
+Deno.test("tp api: a model whose recovery failed is failed, and a new load replaces it", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/tiny.gguf`;
+  await Deno.copyFile(TINY, path);
+  try {
+    await withNode(nativeNode({ extra: { model_dirs: [dir] } }), async (node) => {
+      const res = await load(node, path, 2);
+      assertEquals(res.status, 200, await res.text());
+      // The reload that recovery tries cannot find the file.
+      await Deno.rename(path, `${path}.away`);
+      const [worker] = workersOn(LABEL);
+      Deno.kill(worker.pid, "SIGKILL");
+      const failed = await v1(node, "completions", { model: path, prompt: "Hi", max_tokens: 8 });
+      await failed.body?.cancel();
+      const status = async (): Promise<Json | undefined> =>
+        (await jsonOf(await node.get("/models")) as Json[])[0];
+      const entry = await eventually(
+        async () => (await status())?.status === "failed" ? await status() : undefined,
+        30_000,
+        "the recovery failing",
+      );
+      assertEquals((entry.servable as Json).reason, "recovery_failed");
+
+      await Deno.rename(`${path}.away`, path);
+      const again = await load(node, path, 2);
+      assertEquals(again.status, 200, await again.text());
+      assertEquals((await status())?.status, "loaded");
+      const p = modelGolden("qwen3-tiny-q8_0").prompts.find((q) => q.name === "text_fox")!;
+      assertEquals((await complete(node, path, p)).ids, goldenIds(p));
+      const unload = await node.post("/models/unload", { model_id: path });
+      await unload.body?.cancel();
+      assertEquals(workersOn(LABEL), []);
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -9,7 +9,7 @@
  * with Retry-After; queued ones wait for the new engine.
  */
 
-import { errorMessage } from "../../common/errors.ts";
+import { errorMessage, NeuronError } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
 import type { EngineStats } from "../../engine/mod.ts";
 import type { ModelHost } from "./model_host.ts";
@@ -38,6 +38,7 @@ export class LoadedModel {
   readonly #harness: string;
   readonly #active = new Set<NativeGeneration>();
   readonly #restart: EngineRestart | null;
+  readonly #servedName: string | undefined;
   #host: ModelHost;
   #recovery: Promise<void> | null = null;
   #failure: string | null = null;
@@ -50,12 +51,13 @@ export class LoadedModel {
     host: ModelHost,
     limits: AdmissionLimits,
     devices: number[],
-    restart: EngineRestart | null = null,
+    options: { restart?: EngineRestart | null; servedName?: string } = {},
   ) {
     this.id = id;
     this.#harness = harness;
     this.#host = host;
-    this.#restart = restart;
+    this.#restart = options.restart ?? null;
+    this.#servedName = options.servedName;
     this.admission = new Admission(limits);
     this.devices = GPU_DEVICES.has(host.description.device) ? devices : [];
   }
@@ -80,6 +82,7 @@ export class LoadedModel {
     const status = this.status;
     return {
       id: this.id,
+      ...(this.#servedName ? { served_name: this.#servedName } : {}),
       harness: this.#harness,
       status,
       devices: this.devices,
@@ -180,7 +183,8 @@ export class LoadedModel {
     this.#closed = true;
     clearInterval(this.#statsTimer);
     this.#statsTimer = undefined;
-    this.admission.rejectWaiting(new AdmissionError(reason.message, 5));
+    // Queued requests hear why the model went away (model_unloaded, shutting_down).
+    this.admission.rejectWaiting(new NeuronError(reason.code, reason.message));
     for (const g of this.#active) g.stop(reason);
     if (this.#recovery) await this.#recovery;
     await this.host.close();

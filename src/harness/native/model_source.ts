@@ -1,6 +1,6 @@
 /**
- * Where a `model_id` is read from: an absolute `.gguf` path inside `model_dirs`, or a hub
- * repository (`org/name`, `scheme:org/name`) fetched into the cache.
+ * Where a hub `model_id` (`org/name`, `scheme:org/name`) is read from: its GGUF file,
+ * fetched into the cache. Paths are model_path.ts's.
  */
 
 import type { ModelSpec, NativeConfig } from "../../config/mod.ts";
@@ -11,7 +11,6 @@ import {
   parseRepoRef,
   resolveSource,
 } from "../../hub/mod.ts";
-import { allowedModelPath } from "../model_path.ts";
 
 export interface SourceOptions {
   env: Record<string, string>;
@@ -25,8 +24,6 @@ export async function modelFile(
   config: NativeConfig,
   opts: SourceOptions,
 ): Promise<string> {
-  const local = await allowedModelPath(spec.model_id, config.model_dirs);
-  if (local !== null) return local;
   const ref = parseRepoRef(spec.model_id);
   const source = resolveSource(
     ref.scheme,

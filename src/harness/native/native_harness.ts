@@ -19,8 +19,10 @@ import type {
   LoadProgressDetail,
   ModelInfo,
 } from "../harness.ts";
+import { allowedModelPath } from "../model_path.ts";
 import { LoadedModel } from "./loaded_model.ts";
 import { ModelHost } from "./model_host.ts";
+import { ModelNames } from "./model_names.ts";
 import { modelFile } from "./model_source.ts";
 
 /**
@@ -43,6 +45,7 @@ export class NativeHarness implements Harness {
   readonly #ctx: HarnessContext;
   readonly #env: Record<string, string>;
   readonly #models = new Map<string, LoadedModel>();
+  readonly #names = new ModelNames();
   readonly #loading = new Map<string, Loading>();
   readonly #closing = new AbortController();
 
@@ -86,10 +89,22 @@ export class NativeHarness implements Harness {
     return [...loading, ...[...this.#models.values()].map((m) => m.info())];
   }
 
+  /**
+   * Loads `spec`. A model loaded by path has its canonical path as its id, so two spellings
+   * of one file are one model; the spelling used and `served_name` become its other names.
+   * A model that failed (its engine crashed, its recovery failed) is replaced.
+   */
   async load(spec: ModelSpec, onProgress?: (p: LoadProgress) => void): Promise<void> {
-    const id = spec.model_id;
-    if (this.#models.has(id) || this.#loading.has(id)) {
+    const local = await allowedModelPath(spec.model_id, this.#config.model_dirs);
+    const id = local ?? spec.model_id;
+    const failed = this.#models.get(id);
+    if ((failed && failed.status !== "failed") || this.#loading.has(id)) {
       throw new HarnessError("already_loaded", `model ${id} is already loaded`);
+    }
+    this.#names.check(spec.served_name, id, (name) => this.#models.has(name));
+    if (failed) {
+      log.info("replacing a failed model", { model: id });
+      await this.#unload(id, failed);
     }
     const tensorParallel = spec.tensor_parallel ?? 1;
     // WIRE.md: devices default to [0..tensor_parallel); the schema checks a given list's length.
@@ -104,7 +119,7 @@ export class NativeHarness implements Harness {
       });
     this.#loading.set(id, state);
     try {
-      const path = await modelFile(spec, this.#config, {
+      const path = local ?? await modelFile(spec, this.#config, {
         env: this.#env,
         signal: this.#closing.signal,
         log: mlog,
@@ -141,7 +156,12 @@ export class NativeHarness implements Harness {
         maxWaitSecs: a.max_wait_secs,
       };
       const restart = tensorParallel > 1 ? start : null;
-      this.#models.set(id, new LoadedModel(id, this.name, host, limits, devices, restart));
+      const served = spec.served_name ?? undefined;
+      this.#models.set(
+        id,
+        new LoadedModel(id, this.name, host, limits, devices, { restart, servedName: served }),
+      );
+      this.#names.add(id, [spec.model_id, served]);
       const d = host.description;
       mlog.info("model ready", {
         path,
@@ -177,7 +197,8 @@ export class NativeHarness implements Harness {
         kvDtype: "f16",
       });
     } catch (err) {
-      if (err instanceof NeuronError && err.code === "unshardable") {
+      const code = err instanceof NeuronError ? err.code : "";
+      if (code === "unshardable") {
         // The request asked for a split this model cannot take: a client error, not a failure.
         throw new NeuronError(
           "tensor_parallel_unavailable",
@@ -185,33 +206,39 @@ export class NativeHarness implements Harness {
           { cause: err },
         );
       }
-      throw new HarnessError(
-        "model_load_failed",
-        `cannot load ${id} from ${path}: ${errorMessage(err)}`,
-        {
-          cause: err,
-        },
-      );
+      const where = path === id ? id : `${id} from ${path}`;
+      if (code === "cuda_unavailable") {
+        throw new NeuronError(code, `cannot load ${where}: ${errorMessage(err)}`, { cause: err });
+      }
+      throw new HarnessError("model_load_failed", `cannot load ${where}: ${errorMessage(err)}`, {
+        cause: err,
+      });
     }
   }
 
-  async unload(id: string): Promise<void> {
+  async unload(name: string): Promise<void> {
+    const id = this.#names.resolve(name);
     const model = this.#models.get(id);
-    if (!model) throw new HarnessError("model_not_found", `model ${id} is not loaded`);
+    if (!model) throw new HarnessError("model_not_found", `model ${name} is not loaded`);
+    await this.#unload(id, model);
+  }
+
+  async #unload(id: string, model: LoadedModel): Promise<void> {
     this.#models.delete(id);
+    this.#names.forget(id);
     await model.close({ code: "model_unloaded", message: `model ${id} was unloaded` });
   }
 
-  has(id: string): boolean {
-    return this.#models.has(id);
+  has(name: string): boolean {
+    return this.#models.has(this.#names.resolve(name));
   }
 
-  endpoint(id: string): string | null {
-    return this.#models.get(id)?.host.alive ? this.#ctx.selfUrl() : null;
+  endpoint(name: string): string | null {
+    return this.#models.get(this.#names.resolve(name))?.host.alive ? this.#ctx.selfUrl() : null;
   }
 
   serve(call: InferenceCall): Promise<Response> {
-    const model = this.#models.get(call.model);
+    const model = this.#models.get(this.#names.resolve(call.model));
     if (!model) {
       return Promise.reject(
         new HarnessError("model_not_found", `The model '${call.model}' does not exist`),
