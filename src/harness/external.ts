@@ -200,6 +200,14 @@ export class ExternalHarness implements Harness {
   }
 
   async load(spec: ModelSpec): Promise<void> {
+    if (spec.served_name) {
+      // Relayed bodies name the upstream's model; an alias would mean rewriting them.
+      throw new HarnessError(
+        "served_name_unsupported",
+        `harness ${this.name}: served_name is for the native harness; name the model as ` +
+          "the upstream does",
+      );
+    }
     await this.#ensureUp();
     const id = spec.model_id;
     const api = this.#api;

@@ -13,6 +13,7 @@ const REQUEST_ERRORS = new Set([
   "model_file_not_found",
   "model_file_invalid",
   "served_name_taken",
+  "served_name_unsupported",
   "model_not_found",
   // the model_id or quant names nothing loadable (hub requests)
   "invalid_model_id",

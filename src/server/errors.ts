@@ -50,6 +50,7 @@ const STATUS: Record<string, number> = {
   model_not_found: 404,
   already_loaded: 409,
   served_name_taken: 409,
+  served_name_unsupported: 400,
   model_loading: 503,
   model_file_not_found: 404,
   model_file_invalid: 400,

@@ -31,6 +31,13 @@ Deno.test("external (llama_router): load and unload answer once llama-server is 
   await withUpstream(
     { models: [MODEL], unloaded: [OTHER], api: "llama_router", settleMs: 300 },
     async (up, node) => {
+      const aliased = await node.post("/models/load", {
+        model_id: OTHER,
+        harness: "llama",
+        served_name: "short",
+      });
+      assertEquals(aliased.status, 400);
+      assertEquals((await jsonOf(aliased) as Json).code, "served_name_unsupported");
       const load = await node.post("/models/load", { model_id: OTHER, harness: "llama" });
       assertEquals(await jsonOf(load), { status: "loaded" });
       // The answer came after llama-server finished, not when it accepted.
