@@ -21,6 +21,12 @@ import {
 
 export interface RenderOptions {
   tools?: ChatTool[];
+  /**
+   * Continue the final message instead of opening a new turn (llama-server's assistant
+   * prefill, vLLM's continue_final_message). Default: when the conversation ends with an
+   * assistant message that has text.
+   */
+  continueFinal?: boolean;
   /** What the render may spend (default DEFAULT_RENDER_BUDGET). */
   budget?: RenderBudget;
   /** Open an assistant turn at the end (default true). */
@@ -79,7 +85,23 @@ export class ChatTemplate {
         normalized = normalized.map(withObjectArguments);
       }
       const tools = options.tools?.map(toTemplateTool) ?? [];
-      return this.#render(normalized, tools, options.addGenerationPrompt ?? true, options.kwargs);
+      const last = normalized.at(-1);
+      const continueFinal = options.continueFinal ??
+        (last?.role === "assistant" && last.content !== "" && !last.tool_calls);
+      if (!continueFinal || last === undefined) {
+        return this.#render(normalized, tools, options.addGenerationPrompt ?? true, options.kwargs);
+      }
+      // Rendered as a finished turn, then cut right after its text: what follows it is the
+      // end-of-turn markup that would close it.
+      const text = this.#render(normalized, tools, false, options.kwargs);
+      const at = last.content === "" ? -1 : text.lastIndexOf(last.content);
+      if (at < 0) {
+        throw new ChatError(
+          "invalid_request",
+          "cannot continue the final message: the chat template does not show its text as given",
+        );
+      }
+      return text.slice(0, at + last.content.length);
     });
   }
 

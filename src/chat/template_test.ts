@@ -150,3 +150,27 @@ Deno.test("a model without a chat template is a template_missing error", () => {
   }));
   assertEquals(assertThrows(() => chatTemplateFromGguf(file), ChatError).code, "template_missing");
 });
+
+Deno.test("a conversation ending in assistant text continues it instead of opening a turn", () => {
+  const qwen = chatTemplateFromGguf(openGguf(fixture("qwen3-tiny-q8_0.gguf")));
+  const asked = { role: "user" as const, content: "What is 2+2?" };
+  assertEquals(
+    qwen.render([asked, { role: "assistant", content: "The answer is" }]),
+    "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n" +
+      "<think>\n\n</think>\n\nThe answer is",
+  );
+  // Asked not to, or with nothing to continue, a new turn opens as before.
+  const closed = qwen.render([asked, { role: "assistant", content: "4" }], {
+    continueFinal: false,
+  });
+  assertStringIncludes(closed, "4<|im_end|>\n<|im_start|>assistant\n");
+  const empty = qwen.render([asked, { role: "assistant", content: "" }]);
+  assertEquals(empty.endsWith("<|im_start|>assistant\n"), true);
+  // A template that does not show the text as given cannot continue it.
+  const upper = new ChatTemplate("{% for m in messages %}{{ m.content | upper }}{% endfor %}");
+  const err = assertThrows(
+    () => upper.render([{ role: "assistant", content: "abc" }]),
+    ChatError,
+  );
+  assertEquals(err.code, "invalid_request");
+});
