@@ -10,6 +10,7 @@ import {
   chatCompletion,
   completion,
   type Generation,
+  OpenAiError,
   parseChatRequest,
   parseCompletionRequest,
   parseResponsesRequest,
@@ -30,6 +31,25 @@ const json = (body: unknown): Response =>
   new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
 
 export function planCall(call: InferenceCall, model: ModelDescription): Plan {
+  const plan = planFor(call, model);
+  checkLogitBias(plan.request.sampling.logitBias, model.vocabSize);
+  return plan;
+}
+
+/** A bias on a token the model does not have would be silently ignored: refuse it. */
+function checkLogitBias(bias: ReadonlyMap<number, number> | undefined, vocabSize: number): void {
+  for (const id of bias?.keys() ?? []) {
+    if (!(Number.isInteger(id) && id >= 0 && id < vocabSize)) {
+      throw new OpenAiError(
+        "invalid_request_body",
+        `logit_bias: token ${id} is outside this model's vocabulary (0..${vocabSize - 1})`,
+        `logit_bias.${id}`,
+      );
+    }
+  }
+}
+
+function planFor(call: InferenceCall, model: ModelDescription): Plan {
   const defaults = model.samplingDefaults;
   const name = call.model;
   switch (call.route) {
