@@ -278,3 +278,43 @@ Deno.test("interrupted prefill: a moved word stops a step that feeds a prompt, n
     model.file.close();
   }
 });
+
+Deno.test("engine core: a cancel between two steps stops its sequence there and frees its blocks", () => {
+  const model = openModel(fixture("qwen3-tiny-q8_0.gguf"));
+  const kv = { blockSize: 16, nBlocks: 64, dtype: "f16" as const };
+  const runner = openRunner(model, { device: "cpu", threads: 1 }, kv);
+  const engine = new Engine(runner, {
+    contextLength: 1024,
+    maxSequences: 4,
+    maxBatchTokens: 64,
+    kv,
+  });
+  try {
+    const ids: number[] = [];
+    let ended = "";
+    engine.submit(
+      {
+        id: "c",
+        prompt: byName("text_fox").tokens,
+        maxTokens: 500,
+        sampling: GREEDY,
+        stopTokenIds: [],
+      },
+      {
+        token: (t) => (ids.push(t.id), false),
+        finished: (reason) => (ended = reason),
+        failed: () => {},
+      },
+    );
+    while (ids.length < 3) engine.step();
+    engine.cancel("c");
+    assertEquals(ended, "cancelled");
+    while (engine.hasWork) engine.step();
+    assertEquals(ids.length, 3, "no token after the cancel");
+    assertEquals(engine.stats().kvBlocksUsed, 0);
+  } finally {
+    engine.cancelAll();
+    runner.close();
+    model.file.close();
+  }
+});
