@@ -64,9 +64,8 @@ async function timed(host: ModelHost, request: GenerateRequest): Promise<Timed> 
       if (Number.isNaN(ttftMs)) ttftMs = performance.now() - t0;
       tokens += ev.tokens.length;
     } else if (ev.type === "done") {
+      if (ev.fault) throw new Error(`${ev.fault.code}: ${ev.fault.message}`);
       cached = ev.usage.cachedTokens;
-    } else if (ev.type === "error") {
-      throw new Error(`${ev.code}: ${ev.message}`);
     }
   }
   return { ttftMs, tokens, cached };

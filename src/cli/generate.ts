@@ -143,8 +143,8 @@ async function run(
       const piece = ev.content ?? "";
       text += piece;
       if (!json && piece) Deno.stdout.writeSync(encoder.encode(piece));
-    } else if (ev.type === "error") {
-      failure = `${ev.code}: ${ev.message}`;
+    } else if (ev.type === "done" && ev.fault) {
+      failure = `${ev.fault.code}: ${ev.fault.message}`;
     }
   };
   await session.submit(request, onEvent);

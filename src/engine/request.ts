@@ -48,7 +48,7 @@ export interface SequenceObserver {
   /** The sequence ended; nothing follows. */
   finished(reason: EngineFinish, counts: TokenCounts): void;
   /** The sequence failed (its step could not run); nothing follows. */
-  failed(code: string, message: string): void;
+  failed(code: string, message: string, counts: TokenCounts): void;
 }
 
 export interface EngineOptions {

@@ -3,7 +3,13 @@
  * and when it ends (a stop token, its token budget, or its observer's say).
  */
 
-import type { EngineFinish, EngineRequest, SequenceObserver, TokenEnd } from "./request.ts";
+import type {
+  EngineFinish,
+  EngineRequest,
+  SequenceObserver,
+  TokenCounts,
+  TokenEnd,
+} from "./request.ts";
 import { type SampledToken, Sampler } from "./sampler.ts";
 
 export class Sequence {
@@ -82,17 +88,21 @@ export class Sequence {
   finish(reason: EngineFinish): void {
     if (this.finished) return;
     this.finished = true;
-    this.#observer.finished(reason, {
-      promptTokens: this.promptLength,
-      completionTokens: this.generated,
-      cachedTokens: Math.max(0, this.reusedTokens),
-    });
+    this.#observer.finished(reason, this.#counts());
   }
 
   /** Ends the sequence with an error instead of a finish reason. */
   fail(code: string, message: string): void {
     if (this.finished) return;
     this.finished = true;
-    this.#observer.failed(code, message);
+    this.#observer.failed(code, message, this.#counts());
+  }
+
+  #counts(): TokenCounts {
+    return {
+      promptTokens: this.promptLength,
+      completionTokens: this.generated,
+      cachedTokens: Math.max(0, this.reusedTokens),
+    };
   }
 }

@@ -51,8 +51,18 @@ export interface GeneratedToken {
   topLogits?: Array<[number, number]>;
 }
 
-/** Why a generation ended: as OpenAI says it, or `cancelled` (the client or the node). */
-export type FinishReason = "stop" | "length" | "tool_calls" | "cancelled";
+/**
+ * Why a generation ended: as OpenAI says it, `cancelled` (the client left or the node
+ * stopped it: unload, shutdown) or `error` (it could not go on: a failed step, a worker
+ * gone).
+ */
+export type FinishReason = "stop" | "length" | "tool_calls" | "cancelled" | "error";
+
+/** Why the node ended a generation early: a stable code and a message for people. */
+export interface GenerationFault {
+  code: string;
+  message: string;
+}
 
 export interface UsageCounts {
   promptTokens: number;
@@ -61,9 +71,12 @@ export interface UsageCounts {
   reasoningTokens: number;
 }
 
+/**
+ * A generation's events. Every generation ends with exactly one `done`, with the usage of
+ * what it produced so far (the gateway meters from it), and `fault` saying why when the
+ * node ended it (`cancelled` by an unload, `error`).
+ */
 export type GenerationEvent =
   | { type: "delta"; reasoning?: string; content?: string; tokens: GeneratedToken[] }
   | { type: "tool_call"; name: string; arguments: string }
-  | { type: "done"; finishReason: FinishReason; usage: UsageCounts }
-  /** Generation failed after it started (the engine failed, the model went away). */
-  | { type: "error"; code: string; message: string };
+  | { type: "done"; finishReason: FinishReason; usage: UsageCounts; fault?: GenerationFault };

@@ -83,8 +83,13 @@ export class RequestOutput implements SequenceObserver {
     });
   }
 
-  failed(code: string, message: string): void {
-    this.#sink({ type: "error", code, message });
+  failed(code: string, message: string, counts: TokenCounts): void {
+    this.#sink({
+      type: "done",
+      finishReason: "error",
+      usage: { ...counts, reasoningTokens: this.#reasoningTokens },
+      fault: { code, message },
+    });
   }
 
   /** Routes text through the output parser and emits what it yields. */

@@ -5,11 +5,11 @@
  */
 
 import { errorMessage } from "../common/errors.ts";
-import { endedEarly, GenerationError } from "./errors.ts";
+import { cutShort, endedEarly, unfinished } from "./errors.ts";
 import type { FinishReason, GeneratedToken, Generation, UsageCounts } from "./generation.ts";
 import { nowSeconds, randomId } from "./ids.ts";
 import { chatLogprobs } from "./logprobs.ts";
-import { SseChannel, sseResponse, streamError } from "./sse.ts";
+import { SseChannel, sseResponse, streamError, streamFault } from "./sse.ts";
 import { chatUsage } from "./usage.ts";
 
 export interface ChatRenderOptions {
@@ -50,11 +50,10 @@ export async function chatCompletion(
       tokens.push(...e.tokens);
     } else if (e.type === "tool_call") {
       calls.push(toolCall(e.name, e.arguments));
-    } else if (e.type === "done") {
+    } else {
+      if (cutShort(e.finishReason)) throw unfinished(e);
       finish = e.finishReason;
       usage = e.usage;
-    } else {
-      throw new GenerationError(e.code, e.message);
     }
   }
   if (usage === null) throw endedEarly();
@@ -116,13 +115,15 @@ export function streamChatCompletion(gen: Generation, opts: ChatRenderOptions): 
           if (e.content) chunk({ content: e.content }, null);
         } else if (e.type === "tool_call") {
           calls.push(toolCall(e.name, e.arguments));
-        } else if (e.type === "done") {
+        } else {
+          // Cut short, the stream still ends as every stream does: finish, usage, [DONE].
+          if (e.fault) {
+            streamFault(sse, e.fault.code, e.fault.message);
+          }
           calls.forEach((c, index) => chunk({ tool_calls: [{ index, ...c }] }, null));
           chunk({}, e.finishReason);
           sse.data({ ...base, model: opts.model, choices: [], usage: chatUsage(e.usage) });
           sse.done();
-        } else {
-          streamError(sse, e.code, e.message);
         }
       }
     } catch (err) {

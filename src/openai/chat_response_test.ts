@@ -84,11 +84,19 @@ Deno.test("chat completion: message with reasoning, tool calls, content; error a
   assertEquals([msg.content, msg.reasoning_content, msg.reasoning], ["ok", "hm!", "hm!"]);
   assertEquals((msg.tool_calls as unknown[]).length, 1);
   assertEquals([choice.finish_reason, choice.logprobs], ["tool_calls", null]);
-  const failed = chatCompletion(gen([{ type: "error", code: "engine_crashed", message: "boom" }]), {
-    model: "m",
-    logprobs: false,
-    tokensAsIds: false,
-  });
+  const failed = chatCompletion(
+    gen([{
+      type: "done",
+      finishReason: "error",
+      usage,
+      fault: { code: "engine_crashed", message: "boom" },
+    }]),
+    {
+      model: "m",
+      logprobs: false,
+      tokensAsIds: false,
+    },
+  );
   const err = await failed.then(() => null, (e) => e);
   assertEquals([err?.code, err?.message], ["engine_crashed", "boom"]);
 });

@@ -4,11 +4,11 @@
  */
 
 import { errorMessage } from "../common/errors.ts";
-import { endedEarly, GenerationError } from "./errors.ts";
+import { cutShort, endedEarly, unfinished } from "./errors.ts";
 import type { FinishReason, GeneratedToken, Generation, UsageCounts } from "./generation.ts";
 import { nowSeconds, randomId } from "./ids.ts";
 import { completionLogprobs } from "./logprobs.ts";
-import { SseChannel, sseResponse, streamError } from "./sse.ts";
+import { SseChannel, sseResponse, streamError, streamFault } from "./sse.ts";
 import { chatUsage } from "./usage.ts";
 
 export interface CompletionRenderOptions {
@@ -39,10 +39,9 @@ export async function completion(
       text += textOf(e);
       tokens.push(...e.tokens);
     } else if (e.type === "done") {
+      if (cutShort(e.finishReason)) throw unfinished(e);
       finish = e.finishReason;
       usage = e.usage;
-    } else if (e.type === "error") {
-      throw new GenerationError(e.code, e.message);
     }
   }
   if (usage === null) throw endedEarly();
@@ -88,11 +87,13 @@ export function streamCompletion(gen: Generation, opts: CompletionRenderOptions)
           const text = textOf(e);
           if (text) chunk(text, null);
         } else if (e.type === "done") {
+          // Cut short, the stream still ends as every stream does: finish, usage, [DONE].
+          if (e.fault) {
+            streamFault(sse, e.fault.code, e.fault.message);
+          }
           chunk("", e.finishReason);
           sse.data({ ...base, model: opts.model, choices: [], usage: chatUsage(e.usage) });
           sse.done();
-        } else if (e.type === "error") {
-          streamError(sse, e.code, e.message);
         }
       }
     } catch (err) {

@@ -33,3 +33,13 @@ export class GenerationError extends NeuronError {}
 export function endedEarly(): GenerationError {
   return new GenerationError("request_cancelled", "the generation was stopped before it finished");
 }
+
+/** A whole answer cannot be given for a generation that ended `cancelled` or `error`. */
+export function unfinished(done: { fault?: { code: string; message: string } }): GenerationError {
+  return done.fault ? new GenerationError(done.fault.code, done.fault.message) : endedEarly();
+}
+
+/** Whether a generation ended without finishing: the node or the client stopped it. */
+export function cutShort(reason: string): boolean {
+  return reason === "cancelled" || reason === "error";
+}

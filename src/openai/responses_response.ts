@@ -6,7 +6,7 @@
  */
 
 import { errorMessage } from "../common/errors.ts";
-import { endedEarly, GenerationError } from "./errors.ts";
+import { cutShort, endedEarly, unfinished } from "./errors.ts";
 import type { FinishReason, Generation, UsageCounts } from "./generation.ts";
 import { nowSeconds, randomId } from "./ids.ts";
 import type { ResponsesRequest } from "./responses_request.ts";
@@ -107,6 +107,24 @@ class ResponseBuilder {
     });
   }
 
+  /**
+   * The response of a generation the node cut short, with the usage so far: `failed` with
+   * the error, or `incomplete` (reason: why the node stopped it) when it was cancelled.
+   */
+  cutShort(
+    reason: FinishReason,
+    usage: UsageCounts,
+    fault: { code: string; message: string },
+  ): Record<string, unknown> {
+    if (reason === "error") {
+      return this.snapshot("failed", { error: fault, usage: responsesUsage(usage) });
+    }
+    return this.snapshot("incomplete", {
+      incomplete_details: { reason: fault.code },
+      usage: responsesUsage(usage),
+    });
+  }
+
   #openItem(kind: "reasoning" | "message"): void {
     this.#closeItem();
     const item: Item = kind === "reasoning"
@@ -169,10 +187,9 @@ export async function response(
       if (e.content) b.text("message", e.content);
     } else if (e.type === "tool_call") {
       b.toolCall(e.name, e.arguments);
-    } else if (e.type === "done") {
-      final = b.finish(e.finishReason, e.usage);
     } else {
-      throw new GenerationError(e.code, e.message);
+      if (cutShort(e.finishReason)) throw unfinished(e);
+      final = b.finish(e.finishReason, e.usage);
     }
   }
   if (final === null) throw endedEarly();
@@ -195,13 +212,19 @@ export function streamResponse(gen: Generation, opts: ResponsesRenderOptions): R
           if (e.content) b.text("message", e.content);
         } else if (e.type === "tool_call") {
           b.toolCall(e.name, e.arguments);
-        } else if (e.type === "done") {
+        } else if (cutShort(e.finishReason)) {
+          const fault = e.fault ??
+            { code: "request_cancelled", message: "the generation was stopped" };
+          const cut = b.cutShort(e.finishReason, e.usage, fault);
+          emit("error", { ...fault, param: null });
+          emit(cut.status === "failed" ? "response.failed" : "response.incomplete", {
+            response: cut,
+          });
+        } else {
           const final = b.finish(e.finishReason, e.usage);
           emit(final.status === "incomplete" ? "response.incomplete" : "response.completed", {
             response: final,
           });
-        } else {
-          fail(e.code, e.message);
         }
       }
     } catch (err) {

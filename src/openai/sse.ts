@@ -94,6 +94,11 @@ export function sseResponse(channel: SseChannel, headers: Record<string, string>
 
 /** A failure after the stream started: an OpenAI error object as a frame, then `[DONE]`. */
 export function streamError(sse: SseChannel, code: string, message: string): void {
-  sse.data({ error: { message, type: "server_error", code, param: null } });
+  streamFault(sse, code, message);
   sse.done();
+}
+
+/** Why a stream is being cut short, as an OpenAI error frame; its end follows. */
+export function streamFault(sse: SseChannel, code: string, message: string): void {
+  sse.data({ error: { message, type: "server_error", code, param: null } });
 }

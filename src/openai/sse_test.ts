@@ -13,10 +13,11 @@ Deno.test("sse: LF-only data frames, [DONE], keep-alive comments only while idle
   sse.event("response.created", { b: 1 });
   sse.done();
   const text = await body;
-  assertEquals(
-    text,
-    'data: {"a":"x\\ny"}\n\n:\n\n:\n\nevent: response.created\ndata: {"b":1}\n\ndata: [DONE]\n\n',
-  );
+  // How many keep-alives fit in the idle time depends on the timers of a busy machine;
+  // that they come only while idle, between frames and LF-only, does not.
+  const match = /^data: \{"a":"x\\ny"\}\n\n((?::\n\n)+)event: response\.created\ndata: \{"b":1\}\n\ndata: \[DONE\]\n\n$/
+    .exec(text);
+  assertEquals(match !== null, true, JSON.stringify(text));
   assertEquals(sse.open, false);
 });
 

@@ -51,10 +51,8 @@ async function run(
       ids.push(...ev.tokens.map((t) => t.id));
       if (ids.length >= cancelAfter) stream.cancel();
     } else if (ev.type === "done") {
-      finish = ev.finishReason;
+      finish = ev.fault ? `error:${ev.fault.code}` : ev.finishReason;
       usage = ev.usage;
-    } else if (ev.type === "error") {
-      finish = `error:${ev.code}`;
     }
   }
   return { ids, finish, usage };

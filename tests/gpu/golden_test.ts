@@ -69,7 +69,7 @@ async function generate(host: ModelHost, req: GenerateRequest): Promise<number[]
   const ids: number[] = [];
   for await (const ev of await host.generate(req)) {
     if (ev.type === "delta") ids.push(...ev.tokens.map((t) => t.id));
-    if (ev.type === "error") throw new Error(`${ev.code}: ${ev.message}`);
+    if (ev.type === "done" && ev.fault) throw new Error(`${ev.fault.code}: ${ev.fault.message}`);
   }
   return ids;
 }

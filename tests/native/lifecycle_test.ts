@@ -5,7 +5,7 @@
  */
 import { assert, assertEquals } from "../support/assert.ts";
 import { eventually, jsonOf, withNode } from "../support/node.ts";
-import { loadFixture, nativeNode, parseSse, v1 } from "./support.ts";
+import { loadFixture, nativeNode, parseSse, streamEnd, v1 } from "./support.ts";
 
 type Json = Record<string, unknown>;
 const MIB = 1024 * 1024;
@@ -51,20 +51,28 @@ Deno.test("native: /models describes the model; unload mid-stream; memory comes 
     });
     assertEquals(res.status, 200);
     const reader = res.body!.getReader();
-    await reader.read();
+    let text = "";
+    // Some tokens first, so the usage has some to count.
+    while (!text.includes('"content"')) {
+      text += new TextDecoder().decode((await reader.read()).value);
+    }
     const loaded = Deno.memoryUsage().rss;
     const unload = await node.post("/models/unload", { model_id: model });
     assertEquals(unload.status, 200);
-    let text = "";
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
       text += new TextDecoder().decode(value);
     }
-    const { frames } = parseSse(text);
-    const error = frames.at(-2)!.data as { error: Json };
-    assertEquals(error.error.code, "model_unloaded");
-    assertEquals(frames.at(-1)!.data, "[DONE]");
+    // Cut by the unload, the stream still ends with its finish and the usage so far.
+    const end = streamEnd(parseSse(text).frames);
+    assertEquals([end.fault?.code, end.finishReason], ["model_unloaded", "cancelled"]);
+    const contentChunks = text.split('"content"').length - 1;
+    assert(
+      end.usage.completion_tokens >= contentChunks,
+      `usage ${JSON.stringify(end.usage)} for ${contentChunks} content chunks`,
+    );
+    assertEquals(end.usage.total_tokens, end.usage.prompt_tokens + end.usage.completion_tokens);
 
     assertEquals(await jsonOf(await node.get("/models")), []);
     const gone = await v1(node, "chat/completions", {

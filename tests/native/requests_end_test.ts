@@ -6,7 +6,7 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { eventually, jsonOf, withNode } from "../support/node.ts";
-import { loadFixture, nativeNode, v1 } from "./support.ts";
+import { loadFixture, nativeNode, parseSse, streamEnd, v1 } from "./support.ts";
 import { parsePrometheus } from "../support/prometheus.ts";
 
 type Json = Record<string, unknown>;
@@ -90,4 +90,35 @@ Deno.test("requests queued when their model is unloaded hear model_unloaded", as
     assert(res.headers.get("retry-after"), "a retryable 503 says when");
     await (await running).body?.cancel();
   });
+});
+
+Deno.test("a stream cut by shutdown ends with its finish chunk, the usage so far and [DONE]", async () => {
+  let text = "";
+  await withNode(
+    { ...nativeNode({ contextLength: 4096 }), shutdown_grace_secs: 0 },
+    async (node) => {
+      const model = await loadFixture(node, "qwen3-small-q4_k_m.gguf");
+      const res = await v1(node, "chat/completions", {
+        model,
+        messages: [{ role: "user", content: "Count to a thousand." }],
+        max_tokens: 4000,
+        logit_bias: NO_EOG,
+        stream: true,
+      });
+      const reader = res.body!.getReader();
+      text += new TextDecoder().decode((await reader.read()).value);
+      const reading = (async () => {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;
+          text += new TextDecoder().decode(value);
+        }
+      })();
+      await Promise.all([node.shutdown(), reading]);
+    },
+  );
+  const end = streamEnd(parseSse(text).frames);
+  assertEquals(end.finishReason, "cancelled");
+  assert(end.fault !== undefined, "the stream says why it was cut");
+  assert(end.usage.completion_tokens >= 0 && end.usage.prompt_tokens > 0, JSON.stringify(end));
 });

@@ -72,6 +72,31 @@ export function parseSse(text: string): { frames: SseFrame[]; comments: number }
   return { frames, comments };
 }
 
+/** How a chat or completions stream ended: its error frame, finish reason and usage. */
+export interface StreamEnd {
+  fault?: { code: string; message: string };
+  finishReason: unknown;
+  usage: Record<string, number>;
+}
+
+/**
+ * The end every stream has, cut short or not: [an error frame,] the finish chunk, the
+ * usage chunk (`choices: []`), `[DONE]`. Throws when the frames are not in that order.
+ */
+export function streamEnd(frames: SseFrame[]): StreamEnd {
+  const data = frames.map((f) => f.data as Record<string, unknown> | string);
+  assertEquals(data.at(-1), "[DONE]", "the stream ends with [DONE]");
+  const usage = data.at(-2) as { choices: unknown[]; usage: Record<string, number> };
+  assertEquals(usage.choices, [], "the usage chunk has no choices");
+  const finish = data.at(-3) as { choices: Array<{ finish_reason: unknown }> };
+  const error = data.at(-4) as { error?: { code: string; message: string } } | undefined;
+  return {
+    ...(error?.error ? { fault: error.error } : {}),
+    finishReason: finish.choices[0].finish_reason,
+    usage: usage.usage,
+  };
+}
+
 /** POSTs a JSON body to a /v1 route. */
 export function v1(
   node: TestNode,

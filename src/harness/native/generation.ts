@@ -1,10 +1,11 @@
 /**
  * One running request on the native engine, seen as the OpenAI layer's `Generation`: its
- * timing feeds the model's metrics, a request the node stopped ends with the node's
- * reason, and whatever way the request ends — finished, failed, cancelled by the client or
- * stopped by the node — its admission slot is released exactly once.
+ * timing feeds the model's metrics, a request the node stopped ends `cancelled` with the
+ * node's reason, and whatever way the request ends — finished, failed, cancelled by the
+ * client or stopped by the node — its admission slot is released exactly once.
  */
 
+import type { GenerationFault } from "../../frontend/mod.ts";
 import type { Generation, GenerationEvent } from "../../openai/mod.ts";
 import type { GenerationStream } from "./model_host.ts";
 import type { Release } from "./admission.ts";
@@ -18,14 +19,11 @@ export interface GenerationContext {
   /** Called once, after the last event. */
   onEnd: (gen: NativeGeneration) => void;
   /** Called when the engine ends the request with an error (e.g. a broken model). */
-  onError?: (code: string, message: string) => void;
+  onError?: (fault: GenerationFault) => void;
 }
 
-/** Why the node stopped a request (shown to the client as an error). */
-export interface StopReason {
-  code: string;
-  message: string;
-}
+/** Why the node stopped a request (unload, shutdown), told to its client. */
+export type StopReason = GenerationFault;
 
 export class NativeGeneration implements Generation {
   readonly promptTokens: number;
@@ -46,7 +44,7 @@ export class NativeGeneration implements Generation {
     this.#stream.cancel();
   }
 
-  /** The node stops the request (unload, shutdown): the client gets `reason` as an error. */
+  /** The node stops the request (unload, shutdown): it ends `cancelled`, saying `reason`. */
   stop(reason: StopReason): void {
     this.#stopReason ??= reason;
     this.#stream.cancel();
@@ -68,13 +66,18 @@ export class NativeGeneration implements Generation {
           }
           lastTokenAt = now;
         }
-        const out = this.#convert(e);
+        const out = this.#withReason(e);
         if (e.type === "done") {
           metrics.promptTokens += e.usage.promptTokens;
           metrics.completionTokens += e.usage.completionTokens;
-          outcome = e.finishReason === "cancelled" ? "cancelled" : "completed";
+          outcome = e.finishReason === "cancelled"
+            ? "cancelled"
+            : e.finishReason === "error"
+            ? "failed"
+            : "completed";
+          if (e.fault && e.finishReason === "error") this.#ctx.onError?.(e.fault);
         }
-        if (out) yield out;
+        yield out;
       }
     } finally {
       this.#ctx.release();
@@ -83,12 +86,10 @@ export class NativeGeneration implements Generation {
     }
   }
 
-  /** The event as the renderers see it: a cancellation the node asked for says why. */
-  #convert(e: GenerationEvent): GenerationEvent | null {
-    if (e.type === "error") this.#ctx.onError?.(e.code, e.message);
-    if (e.type !== "done" || e.finishReason !== "cancelled") return e;
-    // A client that cancelled is gone; a request the node stopped hears why.
-    const r = this.#stopReason;
-    return r ? { type: "error", code: r.code, message: r.message } : null;
+  /** A cancellation the node asked for carries its reason. */
+  #withReason(e: GenerationEvent): GenerationEvent {
+    const reason = this.#stopReason;
+    if (e.type !== "done" || e.finishReason !== "cancelled" || reason === null) return e;
+    return { ...e, fault: reason };
   }
 }

@@ -168,8 +168,8 @@ export class LoadedModel {
         call.signal.removeEventListener("abort", onAbort);
         this.#readStats();
       },
-      onError: (code, message) => {
-        if (code === GROUP_BROKEN) this.#recover(message);
+      onError: (fault) => {
+        if (fault.code === GROUP_BROKEN) this.#recover(fault.message);
       },
     });
     this.#active.add(gen);

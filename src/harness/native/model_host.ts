@@ -7,7 +7,7 @@
 import { errorMessage, NeuronError } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
 import type { EngineStats } from "../../engine/mod.ts";
-import type { GenerateRequest, GenerationEvent } from "../../frontend/mod.ts";
+import type { GenerateRequest, GenerationEvent, GenerationFault } from "../../frontend/mod.ts";
 import type { ModelDescription } from "./describe.ts";
 import { ModelGoneError } from "./errors.ts";
 import type { ModelLoadOptions } from "./model_session.ts";
@@ -37,11 +37,14 @@ export class ModelRequestError extends NeuronError {
 /** The model could not be loaded; `code` is the loader's (e.g. gguf_truncated). */
 export class ModelLoadError extends NeuronError {}
 
-/** The events of one request, in order, ending with `done` or `error`. */
+/** The events of one request, in order, ending with `done`. */
 export class GenerationStream implements AsyncIterable<GenerationEvent> {
   readonly #queue: GenerationEvent[] = [];
   #wake: (() => void) | null = null;
   #ended = false;
+  /** Tokens seen, for the usage of an end the Worker could not report (it died). */
+  #completion = 0;
+  #reasoning = 0;
 
   constructor(
     readonly id: string,
@@ -51,9 +54,28 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
 
   push(event: GenerationEvent): void {
     if (this.#ended) return;
+    if (event.type === "delta") {
+      this.#completion += event.tokens.length;
+      if (event.reasoning && !event.content) this.#reasoning += event.tokens.length;
+    }
     this.#queue.push(event);
-    if (event.type === "done" || event.type === "error") this.#ended = true;
+    if (event.type === "done") this.#ended = true;
     this.#wake?.();
+  }
+
+  /** Ends the stream with `fault`, the usage counted from what it saw. */
+  fail(fault: GenerationFault): void {
+    this.push({
+      type: "done",
+      finishReason: "error",
+      usage: {
+        promptTokens: this.promptTokens,
+        completionTokens: this.#completion,
+        cachedTokens: 0,
+        reasoningTokens: this.#reasoning,
+      },
+      fault,
+    });
   }
 
   /** Stops generation; the stream then ends with a `done` of reason `cancelled`. */
@@ -66,7 +88,7 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
       const event = this.#queue.shift();
       if (event !== undefined) {
         yield event;
-        if (event.type === "done" || event.type === "error") return;
+        if (event.type === "done") return;
         continue;
       }
       await new Promise<void>((resolve) => (this.#wake = resolve));
@@ -203,7 +225,7 @@ export class ModelHost {
         const stream = this.#streams.get(msg.id);
         if (!stream) return;
         stream.push(msg.event);
-        if (msg.event.type === "done" || msg.event.type === "error") this.#streams.delete(msg.id);
+        if (msg.event.type === "done") this.#streams.delete(msg.id);
         return;
       }
       case "stats":
@@ -225,7 +247,7 @@ export class ModelHost {
     for (const p of this.#pending.values()) p.reject(err);
     this.#pending.clear();
     for (const [id, s] of this.#streams) {
-      s.push({ type: "error", code, message: errorMessage(err) });
+      s.fail({ code, message: errorMessage(err) });
       this.#streams.delete(id);
     }
   }
