@@ -7,7 +7,7 @@
 
 import { assert, assertEquals } from "../support/assert.ts";
 import { fixture, type GoldenPrompt, modelGolden } from "../fixtures.ts";
-import { Engine, GREEDY } from "../../src/engine/mod.ts";
+import { Engine, type EngineRequest, GREEDY } from "../../src/engine/mod.ts";
 import type { GenerateRequest, UsageCounts } from "../../src/frontend/mod.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { ModelHost } from "../../src/harness/native/model_host.ts";
@@ -230,8 +230,8 @@ Deno.test("soak: 500 mixed requests with random cancellations leave no block beh
   }
 });
 
-Deno.test("interrupted prefill: a moved word stops a step that feeds a prompt, never two in a row", () => {
-  // The engine core alone, on token ids: no front end, no Worker.
+/** The engine core alone, on token ids (no front end, no Worker), over the tiny model. */
+function withEngine(fn: (engine: Engine) => void): void {
   const model = openModel(fixture("qwen3-tiny-q8_0.gguf"));
   const kv = { blockSize: 16, nBlocks: 128, dtype: "f16" as const };
   const runner = openRunner(model, { device: "cpu", threads: 1 }, kv);
@@ -242,16 +242,24 @@ Deno.test("interrupted prefill: a moved word stops a step that feeds a prompt, n
     kv,
   });
   try {
+    fn(engine);
+  } finally {
+    engine.cancelAll();
+    runner.close();
+    model.file.close();
+  }
+}
+
+/** A greedy request of token ids, ignoring end-of-generation tokens. */
+function idsRequest(id: string, prompt: number[], maxTokens: number): EngineRequest {
+  return { id, prompt, maxTokens, sampling: GREEDY, stopTokenIds: [] };
+}
+
+Deno.test("interrupted prefill: a moved word stops a step that feeds a prompt, never two in a row", () => {
+  withEngine((engine) => {
     const long = byName("raw_random600");
     const ids: number[] = [];
-    const request = {
-      id: "long",
-      prompt: long.tokens,
-      maxTokens: 8,
-      sampling: GREEDY,
-      stopTokenIds: [],
-    };
-    engine.submit(request, {
+    engine.submit(idsRequest("long", long.tokens, 8), {
       token: (t) => (ids.push(t.id), false),
       finished: () => {},
       failed: () => {},
@@ -270,34 +278,15 @@ Deno.test("interrupted prefill: a moved word stops a step that feeds a prompt, n
     while (engine.hasWork) engine.step({ word, seen: 0 });
     assertEquals(engine.stats().interruptedSteps, stopped, "decode-only steps run whole");
     assertEquals(ids, long.greedy.slice(0, 8).map((g) => g.id));
-  } finally {
-    engine.cancelAll();
-    runner.close();
-    model.file.close();
-  }
+  });
 });
 
 Deno.test("engine core: a cancel between two steps stops its sequence there and frees its blocks", () => {
-  const model = openModel(fixture("qwen3-tiny-q8_0.gguf"));
-  const kv = { blockSize: 16, nBlocks: 64, dtype: "f16" as const };
-  const runner = openRunner(model, { device: "cpu", threads: 1 }, kv);
-  const engine = new Engine(runner, {
-    contextLength: 1024,
-    maxSequences: 4,
-    maxBatchTokens: 64,
-    kv,
-  });
-  try {
+  withEngine((engine) => {
     const ids: number[] = [];
     let ended = "";
     engine.submit(
-      {
-        id: "c",
-        prompt: byName("text_fox").tokens,
-        maxTokens: 500,
-        sampling: GREEDY,
-        stopTokenIds: [],
-      },
+      idsRequest("c", byName("text_fox").tokens, 500),
       {
         token: (t) => (ids.push(t.id), false),
         finished: (reason) => (ended = reason),
@@ -310,9 +299,5 @@ Deno.test("engine core: a cancel between two steps stops its sequence there and 
     while (engine.hasWork) engine.step();
     assertEquals(ids.length, 3, "no token after the cancel");
     assertEquals(engine.stats().kvBlocksUsed, 0);
-  } finally {
-    engine.cancelAll();
-    runner.close();
-    model.file.close();
-  }
+  });
 });
