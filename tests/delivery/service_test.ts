@@ -5,6 +5,7 @@
  */
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { startNeuron } from "../support/processes.ts";
+import { lacking } from "../support/tools.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 
 const RPM = new URL("../../rpm/", import.meta.url).pathname;
@@ -30,15 +31,6 @@ function section(text: string, name: string): Map<string, string[]> {
   return out;
 }
 
-function has(tool: string): boolean {
-  try {
-    return new Deno.Command(tool, { args: ["--version"], stdout: "null", stderr: "null" })
-      .outputSync().success;
-  } catch {
-    return false;
-  }
-}
-
 Deno.test("neuron.service runs the node as WIRE.md specifies", () => {
   const service = section(UNIT, "Service");
   const one = (key: string) => service.get(key)?.join(" ");
@@ -56,7 +48,7 @@ Deno.test("neuron.service runs the node as WIRE.md specifies", () => {
 
 Deno.test({
   name: "systemd-analyze verify accepts neuron.service",
-  ignore: !has("systemd-analyze"),
+  ignore: lacking("tests/delivery/service_test.ts, systemd-analyze verify", ["systemd-analyze"]),
   fn: async () => {
     const dir = Deno.makeTempDirSync();
     try {
@@ -84,7 +76,7 @@ Deno.test({
 
 Deno.test({
   name: "systemd-sysusers creates user neuron in groups video and render",
-  ignore: !has("systemd-sysusers"),
+  ignore: lacking("tests/delivery/service_test.ts, systemd-sysusers", ["systemd-sysusers"]),
   fn: async () => {
     const root = Deno.makeTempDirSync();
     try {
