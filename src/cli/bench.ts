@@ -54,7 +54,14 @@ function modelPath(values: { model?: string; synthetic?: string; quant?: string 
   if ((values.model === undefined) === (values.synthetic === undefined)) {
     throw new UsageError("bench: give either --model or --synthetic");
   }
-  if (values.model !== undefined) return values.model;
+  if (values.model !== undefined) {
+    if (values.quant !== undefined) {
+      throw new UsageError(
+        "bench: --quant goes with --synthetic (a --model file is measured as it is)",
+      );
+    }
+    return values.model;
+  }
   const shape = values.synthetic!;
   const quant = values.quant ?? "q8_0";
   if (!isSyntheticShape(shape)) {
