@@ -54,8 +54,10 @@ double nk_bandwidth(nk_pool *pool, uint64_t bytes, int32_t iters) {
   if (n == 0) return (double)NK_EINVAL;
   uint8_t *buf = nk_alloc_huge((uint64_t)n);
   if (!buf) return (double)NK_ENOMEM;
-  /* Written so every page is backed by its own memory, not the shared zero page. */
-  memset(buf, 1, (size_t)n);
+  /* Distinct words, as weights are: every page is backed by memory of its own (not the
+   * shared zero page), and no two pages are alike for a hypervisor to merge. */
+  uint64_t *words = (uint64_t *)buf;
+  for (int64_t i = 0; i < n / 8; i++) words[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull;
   read_args *a = calloc(1, sizeof(read_args));
   if (!a) {
     nk_free(buf);
