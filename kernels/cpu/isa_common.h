@@ -45,7 +45,7 @@ void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh
 void NK_FN(nk_f16_store)(uint16_t *dst, const float *src, int64_t n);
 /* The largest non-NaN value of x[0, n) and its first index (n when every value is NaN). */
 void NK_FN(nk_argmax_span)(const float *x, int64_t n, float *best, int64_t *at);
-double NK_FN(nk_read_sum)(const float *p, int64_t n);
+uint64_t NK_FN(nk_read_words)(const uint8_t *p, int64_t n, int32_t pattern);
 
 /* Activation quantization's arithmetic, for every block size (32, and 256 for K-quants)
  * and level, so that they all compute the same ints: scale d = amax / 127, q = x / d

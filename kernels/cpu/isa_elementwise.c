@@ -1,7 +1,7 @@
 /*
- * Row-wise and element-wise ops: RMSNorm, SiLU gate, add, NeoX RoPE and the streaming
- * read used to measure bandwidth. Plain loops with explicit 16-wide partial sums so that
- * each level's flags vectorize them without reassociating anything.
+ * Row-wise and element-wise ops: RMSNorm, SiLU gate, add and NeoX RoPE. Plain loops with
+ * explicit 16-wide partial sums so that each level's flags vectorize them without
+ * reassociating anything.
  */
 #include <math.h>
 
@@ -79,14 +79,4 @@ void NK_FN(nk_f16_store)(uint16_t *dst, const float *src, int64_t n) {
   }
 #endif
   for (; i < n; i++) dst[i] = nk_f32_to_f16_1(src[i]);
-}
-
-double NK_FN(nk_read_sum)(const float *p, int64_t n) {
-  float lanes[64] = {0};
-  for (int64_t i = 0; i + 64 <= n; i += 64) {
-    for (int l = 0; l < 64; l++) lanes[l] += p[i + l];
-  }
-  double sum = 0.0;
-  for (int l = 0; l < 64; l++) sum += lanes[l];
-  return sum;
 }

@@ -44,5 +44,5 @@ const nk_isa_ops NK_TABLE = {
     .attend_item = NK_FN(nk_attend_item),
     .f16_store = NK_FN(nk_f16_store),
     .argmax_span = NK_FN(nk_argmax_span),
-    .read_sum = NK_FN(nk_read_sum),
+    .read_words = NK_FN(nk_read_words),
 };

@@ -149,8 +149,24 @@ NK_API void nk_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 /* Round to nearest even, like F16C. */
 NK_API void nk_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
 
-/* Read bandwidth in GB/s (1e9 bytes/s) of all pool threads streaming a buffer of `bytes`,
- * best of `iters` passes; negative when the buffer cannot be allocated. */
+/* How the bandwidth probe's passes read memory: the plain C loop (the reference), the
+ * level's widest loads, the same with software prefetch ahead, and non-temporal loads. */
+enum {
+  NK_READ_PLAIN = 0,
+  NK_READ_STREAM = 1,
+  NK_READ_PREFETCH = 2,
+  NK_READ_NT = 3,
+  NK_READ_PATTERNS = 4
+};
+
+/* Read bandwidth in GB/s (1e9 bytes/s) of all pool threads reading their share of a buffer
+ * of `bytes` on huge pages: the fastest of `iters` passes in each pattern; negative when
+ * the buffer cannot be allocated. */
 NK_API double nk_bandwidth(nk_pool *pool, uint64_t bytes, int32_t iters);
+
+/* The wrapping sum of the 64-bit words of p[0, bytes) as the probe's `pattern` reads it, all
+ * pool threads each reading a share, into *sum. p 8-byte aligned, bytes a multiple of 8. */
+NK_API int32_t nk_read_checksum(nk_pool *pool, const void *p, int64_t bytes, int32_t pattern,
+                                uint64_t *sum);
 
 #endif

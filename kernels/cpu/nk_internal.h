@@ -284,7 +284,9 @@ typedef struct {
   void (*attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch);
   void (*f16_store)(uint16_t *dst, const float *src, int64_t n);
   void (*argmax_span)(const float *x, int64_t n, float *best, int64_t *at);
-  double (*read_sum)(const float *p, int64_t n);
+  /* The wrapping sum of the 64-bit words of [p, p + n) read in an NK_READ_* pattern other
+   * than NK_READ_PLAIN (isa_read.c); p 8-byte aligned, n a multiple of 8. */
+  uint64_t (*read_words)(const uint8_t *p, int64_t n, int32_t pattern);
 } nk_isa_ops;
 
 extern const nk_isa_ops nk_ops_scalar;

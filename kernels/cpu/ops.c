@@ -5,7 +5,6 @@
  */
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "dequant_ref.h"
 
@@ -175,48 +174,4 @@ int32_t nk_argmax_rows(nk_pool *pool, const float *x, int64_t rows, int64_t cols
     out[r] = bi >= 0 ? (int32_t)bi : 0;
   }
   return NK_OK;
-}
-
-typedef struct {
-  const nk_isa_ops *ops;
-  const float *buf;
-  int64_t n;
-  double sums[NK_MAX_THREADS];
-} bw_args;
-
-static void bw_task(void *arg, int32_t ith, int32_t nth) {
-  bw_args *b = arg;
-  const int64_t per = nk_round_up((b->n + nth - 1) / nth, 64);
-  const int64_t i0 = ith * per;
-  const int64_t n = i0 >= b->n ? 0 : (b->n - i0 < per ? b->n - i0 : per);
-  b->sums[ith] = n > 0 ? b->ops->read_sum(b->buf + i0, n) : 0.0;
-}
-
-double nk_bandwidth(nk_pool *pool, uint64_t bytes, int32_t iters) {
-  if (!pool || bytes < 4096 || iters <= 0) return (double)NK_EINVAL;
-  float *buf = nk_alloc(bytes);
-  if (!buf) return (double)NK_ENOMEM;
-  /* Written so every page is backed by its own memory, not the shared zero page. */
-  memset(buf, 1, bytes);
-  bw_args *b = calloc(1, sizeof(bw_args));
-  if (!b) {
-    nk_free(buf);
-    return (double)NK_ENOMEM;
-  }
-  b->ops = nk_pool_ops(pool);
-  b->buf = buf;
-  b->n = (int64_t)(bytes / 4) / 64 * 64;
-  double best = 0.0;
-  for (int32_t i = 0; i < iters; i++) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    nk_pool_run(pool, bw_task, b);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    const double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    const double gbs = (double)b->n * 4.0 / s / 1e9;
-    if (gbs > best) best = gbs;
-  }
-  free(b);
-  nk_free(buf);
-  return best;
 }

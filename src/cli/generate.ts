@@ -5,6 +5,7 @@ import { ModelSession } from "../harness/native/model_session.ts";
 import { parseMessages } from "../chat/mod.ts";
 import { type Command, countFlag, EXIT_OK, EXIT_RUNTIME, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
+import { SpeedMeter } from "./speed.ts";
 
 const HELP = `usage: neuron generate --model FILE (--tokens IDS | --prompt TEXT | --messages FILE)
                        [--max-tokens N] [--temperature T] [--seed S] [--top-logits K]
@@ -12,7 +13,9 @@ const HELP = `usage: neuron generate --model FILE (--tokens IDS | --prompt TEXT 
 
 Runs the model on one prompt and prints what it generates (the llama-simple of neuron).
 Greedy unless --temperature is above 0. Stops at an end-of-generation token unless
---ignore-eos.
+--ignore-eos. The text goes to standard output as it is generated; then standard error
+gets the top logits of each step (with --top-logits) and the prompt and generation
+speeds in tokens/s.
 
   -m, --model FILE      GGUF model
       --tokens IDS      prompt as token ids, comma or space separated
@@ -21,7 +24,7 @@ Greedy unless --temperature is above 0. Stops at an end-of-generation token unle
   -n, --max-tokens N    tokens to generate (default 32)
       --temperature T   sampling temperature (default 0: greedy)
       --seed S          sampling seed
-      --top-logits K    also print each step's K best (id, logit)
+      --top-logits K    also print each step's K best (id, logit), after the text
       --ignore-eos      keep going past end-of-generation tokens
       --device D        auto | cpu | cuda | reference (default auto)
   -t, --threads N       CPU threads (default: all cores)
@@ -130,15 +133,13 @@ async function run(
   let text = "";
   let failure: string | null = null;
   const encoder = new TextEncoder();
+  const speed = new SpeedMeter();
   const onEvent = (ev: GenerationEvent): void => {
+    speed.observe(ev, performance.now());
     if (ev.type === "delta") {
       for (const t of ev.tokens) {
         ids.push(t.id);
         steps.push({ id: t.id, top: t.topLogits ?? [] });
-        if (!json && t.topLogits) {
-          const top = t.topLogits.map(([id, l]) => `${id}:${l.toFixed(4)}`).join(" ");
-          console.error(`step ${steps.length - 1}: ${t.id} | ${top}`);
-        }
       }
       const piece = ev.content ?? "";
       text += piece;
@@ -147,13 +148,24 @@ async function run(
       failure = `${ev.fault.code}: ${ev.fault.message}`;
     }
   };
-  await session.submit(request, onEvent);
+  speed.accepted(await session.submit(request, onEvent), performance.now());
   while (session.hasWork) session.step();
   if (failure !== null) {
     console.error(`neuron: ${failure}`);
     return EXIT_RUNTIME;
   }
   if (json) console.log(JSON.stringify({ ids, text, steps }));
-  else Deno.stdout.writeSync(encoder.encode("\n"));
+  else {
+    Deno.stdout.writeSync(encoder.encode("\n"));
+    // After the text, not as they come: on a terminal both streams share one screen, and
+    // a step's line would cut the text mid-word.
+    if (request.topLogits) {
+      steps.forEach((step, i) => {
+        const top = step.top.map(([id, l]) => `${id}:${l.toFixed(4)}`).join(" ");
+        console.error(`step ${i}: ${step.id} | ${top}`);
+      });
+    }
+  }
+  for (const line of speed.lines()) console.error(line);
   return EXIT_OK;
 }

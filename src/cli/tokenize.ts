@@ -37,8 +37,10 @@ export const tokenizeCommand: Command = {
     if (positionals.length !== 1) {
       throw new UsageError("tokenize: expected one TEXT argument (or - for standard input)");
     }
+    // A leading U+FEFF is text like any other (llama.cpp tokenizes it): TextDecoder's
+    // default would drop it as a byte-order mark.
     const text = positionals[0] === "-"
-      ? new TextDecoder().decode(await readAll(Deno.stdin.readable))
+      ? new TextDecoder("utf-8", { ignoreBOM: true }).decode(await readAll(Deno.stdin.readable))
       : positionals[0];
 
     const file = openGguf(values.model);

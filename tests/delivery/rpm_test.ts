@@ -14,6 +14,7 @@ import {
 } from "../../rpm/build_rpms.ts";
 import { ALL_FLAVOURS, type PackageFlavour } from "../../rpm/flavours.ts";
 import { packageVersion } from "../../rpm/release.ts";
+import { lacking } from "../support/tools.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const VERSION = packageVersion(ROOT);
@@ -76,6 +77,14 @@ globalThis.addEventListener("unload", () => {
   if (scratch) Deno.removeSync(scratch, { recursive: true });
 });
 
+const NO_RPMBUILD = lacking("tests/delivery/rpm_test.ts, every test", ["rpmbuild", "rpm"]);
+
+/** A test of the built packages that also needs the tools `needs`. */
+function rpmTest(name: string, needs: string[], fn: () => Promise<void>): void {
+  const ignore = NO_RPMBUILD || lacking(`tests/delivery/rpm_test.ts, "${name}"`, needs);
+  Deno.test({ name, ignore, fn });
+}
+
 /** Builds the three packages once for every test of this file. */
 function buildAll(): Promise<Built> {
   built ??= (async () => {
@@ -113,7 +122,7 @@ const FILES = (flavour: string) => [
   `/usr/share/licenses/helexa-neuron-${flavour}-${VERSION}/LICENSE`,
 ];
 
-Deno.test("each flavour's package: name, version, release, exactly its files", async () => {
+rpmTest("each flavour's package: name, version, release, exactly its files", [], async () => {
   const { rpms } = await buildAll();
   for (const [flavour, rpm] of rpms) {
     assertEquals(
@@ -132,7 +141,7 @@ Deno.test("each flavour's package: name, version, release, exactly its files", a
   }
 });
 
-Deno.test("the flavours conflict with each other and all provide helexa-neuron", async () => {
+rpmTest("the flavours conflict with each other and all provide helexa-neuron", [], async () => {
   const { rpms } = await buildAll();
   for (const [flavour, rpm] of rpms) {
     const others = ALL_FLAVOURS.filter((f) => f !== flavour).map((f) => `helexa-neuron-${f}`);
@@ -143,7 +152,9 @@ Deno.test("the flavours conflict with each other and all provide helexa-neuron",
   }
 });
 
-Deno.test("no package requires the dlopened CUDA libraries, though the executable links them", async () => {
+rpmTest("no package requires the dlopened CUDA libraries, though the executable links them", [
+  "/usr/lib/rpm/elfdeps",
+], async () => {
   const { binary, rpms } = await buildAll();
   const elf = await lines("/usr/lib/rpm/elfdeps", ["--requires", binary]);
   for (const entry of CUDA_STUBS) {
@@ -162,43 +173,51 @@ Deno.test("no package requires the dlopened CUDA libraries, though the executabl
   }
 });
 
-Deno.test("scriptlets: enable on install, stop on removal, restart on upgrade, reload firewalld", async () => {
-  const { rpms } = await buildAll();
-  for (const [flavour, rpm] of rpms) {
-    const scripts = await sh("rpm", ["-qp", "--scripts", rpm]);
-    const sections = scripts.split(/^(?=\w+ scriptlet)/m).filter(Boolean);
-    assertEquals(
-      sections.map((s) => s.split(" ")[0]),
-      ["postinstall", "preuninstall", "postuninstall"],
-      flavour,
-    );
-    assertStringIncludes(sections[0], "install-system-units neuron.service");
-    assertStringIncludes(sections[0], "firewall-cmd --reload");
-    assertStringIncludes(sections[1], "remove-system-units neuron.service");
-    assertStringIncludes(sections[2], "mark-restart-system-units neuron.service");
-  }
-});
+rpmTest(
+  "scriptlets: enable on install, stop on removal, restart on upgrade, reload firewalld",
+  [],
+  async () => {
+    const { rpms } = await buildAll();
+    for (const [flavour, rpm] of rpms) {
+      const scripts = await sh("rpm", ["-qp", "--scripts", rpm]);
+      const sections = scripts.split(/^(?=\w+ scriptlet)/m).filter(Boolean);
+      assertEquals(
+        sections.map((s) => s.split(" ")[0]),
+        ["postinstall", "preuninstall", "postuninstall"],
+        flavour,
+      );
+      assertStringIncludes(sections[0], "install-system-units neuron.service");
+      assertStringIncludes(sections[0], "firewall-cmd --reload");
+      assertStringIncludes(sections[1], "remove-system-units neuron.service");
+      assertStringIncludes(sections[2], "mark-restart-system-units neuron.service");
+    }
+  },
+);
 
-Deno.test("the payload is the executable and rpm/'s files, byte for byte", async () => {
-  const { dir, binary, rpms } = await buildAll();
-  const root = `${dir}/payload`;
-  Deno.mkdirSync(root);
-  const cpio = await new Deno.Command("sh", {
-    args: ["-c", `rpm2cpio "$0" | cpio -idm --quiet`, rpms.get("hopper")!],
-    cwd: root,
-    stderr: "piped",
-  }).output();
-  assert(cpio.success, new TextDecoder().decode(cpio.stderr));
-  const same = (a: string, b: string) =>
-    assertEquals(Deno.readFileSync(`${root}${a}`), Deno.readFileSync(b), a);
-  same("/usr/bin/neuron", binary);
-  same("/usr/lib/systemd/system/neuron.service", `${ROOT}rpm/neuron.service`);
-  same("/usr/lib/sysusers.d/neuron.conf", `${ROOT}rpm/neuron-sysusers.conf`);
-  same("/usr/lib/firewalld/services/helexa-neuron.xml", `${ROOT}rpm/helexa-neuron-firewalld.xml`);
-  same("/etc/neuron/neuron.toml", `${ROOT}rpm/neuron.toml`);
-});
+rpmTest(
+  "the payload is the executable and rpm/'s files, byte for byte",
+  ["rpm2cpio", "cpio"],
+  async () => {
+    const { dir, binary, rpms } = await buildAll();
+    const root = `${dir}/payload`;
+    Deno.mkdirSync(root);
+    const cpio = await new Deno.Command("sh", {
+      args: ["-c", `rpm2cpio "$0" | cpio -idm --quiet`, rpms.get("hopper")!],
+      cwd: root,
+      stderr: "piped",
+    }).output();
+    assert(cpio.success, new TextDecoder().decode(cpio.stderr));
+    const same = (a: string, b: string) =>
+      assertEquals(Deno.readFileSync(`${root}${a}`), Deno.readFileSync(b), a);
+    same("/usr/bin/neuron", binary);
+    same("/usr/lib/systemd/system/neuron.service", `${ROOT}rpm/neuron.service`);
+    same("/usr/lib/sysusers.d/neuron.conf", `${ROOT}rpm/neuron-sysusers.conf`);
+    same("/usr/lib/firewalld/services/helexa-neuron.xml", `${ROOT}rpm/helexa-neuron-firewalld.xml`);
+    same("/etc/neuron/neuron.toml", `${ROOT}rpm/neuron.toml`);
+  },
+);
 
-Deno.test("rpmlint finds no errors in the spec or the packages", async () => {
+rpmTest("rpmlint finds no errors in the spec or the packages", ["rpmlint"], async () => {
   const { rpms, fallbackMacros } = await buildAll();
   for (const flavour of ALL_FLAVOURS) {
     const lint = await lintRpms(
@@ -211,7 +230,7 @@ Deno.test("rpmlint finds no errors in the spec or the packages", async () => {
   }
 });
 
-Deno.test("the spec refuses an unknown flavour or a missing define", async () => {
+rpmTest("the spec refuses an unknown flavour or a missing define", ["rpmspec"], async () => {
   const { dir, binary, fallbackMacros } = await buildAll();
   let message = "";
   try {

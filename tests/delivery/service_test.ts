@@ -5,6 +5,7 @@
  */
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { startNeuron } from "../support/processes.ts";
+import { lacking } from "../support/tools.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 
 const RPM = new URL("../../rpm/", import.meta.url).pathname;
@@ -30,15 +31,6 @@ function section(text: string, name: string): Map<string, string[]> {
   return out;
 }
 
-function has(tool: string): boolean {
-  try {
-    return new Deno.Command(tool, { args: ["--version"], stdout: "null", stderr: "null" })
-      .outputSync().success;
-  } catch {
-    return false;
-  }
-}
-
 Deno.test("neuron.service runs the node as WIRE.md specifies", () => {
   const service = section(UNIT, "Service");
   const one = (key: string) => service.get(key)?.join(" ");
@@ -56,7 +48,7 @@ Deno.test("neuron.service runs the node as WIRE.md specifies", () => {
 
 Deno.test({
   name: "systemd-analyze verify accepts neuron.service",
-  ignore: !has("systemd-analyze"),
+  ignore: lacking("tests/delivery/service_test.ts, systemd-analyze verify", ["systemd-analyze"]),
   fn: async () => {
     const dir = Deno.makeTempDirSync();
     try {
@@ -83,8 +75,52 @@ Deno.test({
 });
 
 Deno.test({
+  name: "systemd-analyze security rates neuron.service's sandbox 5 or less",
+  ignore: lacking("tests/delivery/service_test.ts, systemd-analyze security", ["systemd-analyze"]),
+  fn: async () => {
+    const out = await new Deno.Command("systemd-analyze", {
+      args: ["security", "--offline=true", "--no-pager", `${RPM}neuron.service`],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    const level = /Overall exposure level for neuron\.service: (\d+(?:\.\d+)?)/.exec(text);
+    assert(level, text);
+    assert(Number(level[1]) <= 5, `exposure ${level[1]} (at most 5):\n${text}`);
+  },
+});
+
+Deno.test("the sandbox leaves the GPUs, V8's compiled code and the state directory usable", () => {
+  const service = section(UNIT, "Service");
+  // Each of these closes device access (ProtectClock= implies DeviceAllow=char-rtc r, which
+  // turns the device policy into an allow list), hides /proc/driver/nvidia, remaps the
+  // groups that open the GPU device nodes, or forbids the executable memory V8 compiles to.
+  for (
+    const key of [
+      "PrivateDevices",
+      "DevicePolicy",
+      "DeviceAllow",
+      "ProtectClock",
+      "ProcSubset",
+      "PrivateUsers",
+      "MemoryDenyWriteExecute",
+      "PrivateNetwork",
+    ]
+  ) {
+    assertEquals(service.get(key), undefined, key);
+  }
+  assertEquals(service.get("ProtectSystem"), ["strict"]);
+  assertEquals(service.get("StateDirectory"), ["neuron"], "the one writable tree");
+  const families = service.get("RestrictAddressFamilies")?.join(" ").split(/\s+/) ?? [];
+  // Serving, downloads, systemctl over D-Bus, NCCL's interface lookup.
+  for (const family of ["AF_INET", "AF_INET6", "AF_UNIX", "AF_NETLINK"]) {
+    assert(families.includes(family), `${family} in ${families}`);
+  }
+});
+
+Deno.test({
   name: "systemd-sysusers creates user neuron in groups video and render",
-  ignore: !has("systemd-sysusers"),
+  ignore: lacking("tests/delivery/service_test.ts, systemd-sysusers", ["systemd-sysusers"]),
   fn: async () => {
     const root = Deno.makeTempDirSync();
     try {

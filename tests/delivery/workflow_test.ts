@@ -5,6 +5,7 @@
  * every flavour, and it uses the secrets the fleet already has.
  */
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { lacking, PYYAML } from "../support/tools.ts";
 import { ALL_FLAVOURS } from "../../rpm/flavours.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -51,34 +52,43 @@ const needs = (job: Job): string[] =>
 
 const runs = (job: Job): string => job.steps.map((s) => s.run ?? "").join("\n");
 
-Deno.test("the pipeline runs on pushes to main and by hand", async () => {
+const NO_YAML = lacking("tests/delivery/workflow_test.ts, every test", [PYYAML]);
+
+function workflowTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({ name, ignore: NO_YAML, fn });
+}
+
+workflowTest("the pipeline runs on pushes to main and by hand", async () => {
   const wf = await loadWorkflow();
   assertEquals(wf.on.push.branches, ["main"]);
   assert("workflow_dispatch" in wf.on);
 });
 
-Deno.test("stages: prepare, then lint + tests + build, package per flavour, then publish", async () => {
-  const { jobs } = await loadWorkflow();
-  assertEquals(Object.keys(jobs).sort(), [
-    "build",
-    "lint",
-    "package",
-    "prepare",
-    "publish",
-    "test",
-  ]);
-  for (const name of ["lint", "test", "build"]) assertEquals(needs(jobs[name]), ["prepare"]);
-  assertEquals(needs(jobs.package).sort(), ["build", "prepare"]);
-  for (const gate of ["lint", "test", "package"]) {
-    assert(needs(jobs.publish).includes(gate), `publish waits for ${gate}`);
-  }
-  assertStringIncludes(runs(jobs.prepare), "rpm/release.ts");
-  assertStringIncludes(runs(jobs.test), ".ci/run");
-  assertEquals(jobs.package.strategy?.matrix.flavour, [...ALL_FLAVOURS]);
-  assertStringIncludes(runs(jobs.build), `--flavours ${ALL_FLAVOURS.join(",")}`);
-});
+workflowTest(
+  "stages: prepare, then lint + tests + build, package per flavour, then publish",
+  async () => {
+    const { jobs } = await loadWorkflow();
+    assertEquals(Object.keys(jobs).sort(), [
+      "build",
+      "lint",
+      "package",
+      "prepare",
+      "publish",
+      "test",
+    ]);
+    for (const name of ["lint", "test", "build"]) assertEquals(needs(jobs[name]), ["prepare"]);
+    assertEquals(needs(jobs.package).sort(), ["build", "prepare"]);
+    for (const gate of ["lint", "test", "package"]) {
+      assert(needs(jobs.publish).includes(gate), `publish waits for ${gate}`);
+    }
+    assertStringIncludes(runs(jobs.prepare), "rpm/release.ts");
+    assertStringIncludes(runs(jobs.test), ".ci/run");
+    assertEquals(jobs.package.strategy?.matrix.flavour, [...ALL_FLAVOURS]);
+    assertStringIncludes(runs(jobs.build), `--flavours ${ALL_FLAVOURS.join(",")}`);
+  },
+);
 
-Deno.test("every deno task the pipeline runs exists", async () => {
+workflowTest("every deno task the pipeline runs exists", async () => {
   const wf = await loadWorkflow();
   const tasks = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`)).tasks;
   const used = Object.values(wf.jobs).flatMap((j) =>
@@ -88,7 +98,7 @@ Deno.test("every deno task the pipeline runs exists", async () => {
   for (const task of used) assert(task in tasks, `deno task ${task} is defined`);
 });
 
-Deno.test("the package job stages every source the spec lists", async () => {
+workflowTest("the package job stages every source the spec lists", async () => {
   const { jobs } = await loadWorkflow();
   const spec = Deno.readTextFileSync(`${ROOT}rpm/helexa-neuron-prerelease.spec`);
   const sources = [...spec.matchAll(/^Source\d+:\s+(\S+)$/gm)].map((m) => m[1]);
@@ -102,18 +112,21 @@ Deno.test("the package job stages every source the spec lists", async () => {
   }
 });
 
-Deno.test("signing and publishing use the fleet's secrets, passed through the environment", async () => {
-  const { jobs } = await loadWorkflow();
-  const env = jobs.publish.steps.flatMap((s) => Object.entries(s.env ?? {}));
-  for (const secret of ["RPM_SIGNING_KEY", "RPM_SIGNING_KEY_ID", "RSYNC_SSH_KEY"]) {
-    assert(
-      env.some(([k, v]) => k === secret && v === `\${{ secrets.${secret} }}`),
-      `${secret} comes from secrets`,
-    );
-  }
-  const script = runs(jobs.publish);
-  assert(!script.includes("secrets."), "no secret is templated into a script");
-  assertStringIncludes(script, "rpmsign --addsign");
-  assertStringIncludes(script, "createrepo_c --update");
-  assertStringIncludes(script, "/unstable");
-});
+workflowTest(
+  "signing and publishing use the fleet's secrets, passed through the environment",
+  async () => {
+    const { jobs } = await loadWorkflow();
+    const env = jobs.publish.steps.flatMap((s) => Object.entries(s.env ?? {}));
+    for (const secret of ["RPM_SIGNING_KEY", "RPM_SIGNING_KEY_ID", "RSYNC_SSH_KEY"]) {
+      assert(
+        env.some(([k, v]) => k === secret && v === `\${{ secrets.${secret} }}`),
+        `${secret} comes from secrets`,
+      );
+    }
+    const script = runs(jobs.publish);
+    assert(!script.includes("secrets."), "no secret is templated into a script");
+    assertStringIncludes(script, "rpmsign --addsign");
+    assertStringIncludes(script, "createrepo_c --update");
+    assertStringIncludes(script, "/unstable");
+  },
+);

@@ -42,6 +42,12 @@ Deno.test("tokenize reads standard input and prints one id and piece per line", 
   assertEquals(new TextDecoder().decode(out), '9707\t"Hello"\n1879\t" world"\n');
 });
 
+Deno.test("tokenize keeps a leading U+FEFF from standard input, as llama.cpp does", async () => {
+  const { code, out } = await neuron(["tokenize", "-m", VOCAB, "--json", "-"], "\uFEFFHello");
+  assertEquals(code, 0);
+  assertEquals(JSON.parse(new TextDecoder().decode(out)).ids, [3225, 9707]);
+});
+
 Deno.test("detokenize prints the text byte for byte", async () => {
   const { code, out } = await neuron(["detokenize", "--model", VOCAB, IDS_SPECIAL.join(",")]);
   assertEquals(code, 0);

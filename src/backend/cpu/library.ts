@@ -99,6 +99,10 @@ export const CPU_SYMBOLS = {
   nk_f16_to_f32: { parameters: ["pointer", "pointer", "i64"], result: "void" },
   nk_f32_to_f16: { parameters: ["pointer", "pointer", "i64"], result: "void" },
   nk_bandwidth: { parameters: ["pointer", "u64", "i32"], result: "f64" },
+  nk_read_checksum: {
+    parameters: ["pointer", "buffer", "i64", "i32", "buffer"],
+    result: "i32",
+  },
 } as const;
 
 export type CpuLibrary = Deno.DynamicLibrary<typeof CPU_SYMBOLS>;

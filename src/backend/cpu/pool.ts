@@ -18,6 +18,10 @@ export { MATMUL_MANY_MAX } from "./op_list.ts";
 export const ISA_LEVELS = ["scalar", "avx2", "avx512", "avx512vbmi"] as const;
 export type IsaLevel = (typeof ISA_LEVELS)[number];
 
+/** How the bandwidth probe's passes read memory, in the library's numbering (NK_READ_*). */
+export const READ_PATTERNS = ["plain", "stream", "prefetch", "nt"] as const;
+export type ReadPattern = (typeof READ_PATTERNS)[number];
+
 export class Pool {
   readonly #sym: CpuSymbols;
   #pool: Deno.PointerObject | null;
@@ -171,5 +175,20 @@ export class Pool {
     const gbs = this.#sym.nk_bandwidth(this.#p, BigInt(bytes), iters);
     if (gbs < 0) checkStatus("bandwidth", gbs);
     return gbs;
+  }
+
+  /** The wrapping sum of `data`'s 64-bit words as the bandwidth probe reads them in
+   * `pattern` (kernels/cpu/bandwidth.c); 8-byte aligned, a whole number of words. */
+  readChecksum(data: Uint8Array, pattern: ReadPattern): bigint {
+    const sum = new BigUint64Array(1);
+    const status = this.#sym.nk_read_checksum(
+      this.#p,
+      data,
+      BigInt(data.byteLength),
+      READ_PATTERNS.indexOf(pattern),
+      sum,
+    );
+    checkStatus("readChecksum", status);
+    return sum[0];
   }
 }
