@@ -14,10 +14,10 @@ export function createApp(deps: ServerDeps): App {
   const app = new Hono<ServerEnv>();
   const reqLog = log.child({ component: "http" });
 
-  app.onError((err, c) => {
-    if (err instanceof ServerError && err.code === "unauthorized") return openaiErrorResponse(err);
-    return isOpenAiPath(c.req.path) ? openaiErrorResponse(err) : controlErrorResponse(err);
-  });
+  // One rule for every error, 401 included: the gateway decodes control-plane bodies flat.
+  app.onError((err, c) =>
+    isOpenAiPath(c.req.path) ? openaiErrorResponse(err) : controlErrorResponse(err)
+  );
   app.notFound((c) => {
     const err = new ServerError("not_found", `no route for ${c.req.method} ${c.req.path}`);
     return isOpenAiPath(c.req.path) ? openaiErrorResponse(err) : controlErrorResponse(err);

@@ -3,8 +3,8 @@ import { log } from "../common/log.ts";
 
 /**
  * Every error an HTTP client can see, and its status, in one place. Control-plane routes
- * answer a flat `{"error", "code"}` (what the gateway decodes); `/v1/*` and authentication
- * failures answer OpenAI's envelope `{"error": {"message", "type", "code", "param"}}`.
+ * answer a flat `{"error", "code"}` (what the gateway decodes); `/v1/*` answers OpenAI's
+ * envelope `{"error": {"message", "type", "code", "param"}}`.
  */
 
 export type ServerErrorCode =

@@ -16,7 +16,7 @@ Deno.test("auth off: every route answers without a key", async () => {
   });
 });
 
-Deno.test("auth on: 401 OpenAI envelope without the right key, /health stays open", async () => {
+Deno.test("auth on: 401 without the right key (flat on the control plane, OpenAI's envelope on /v1), /health stays open", async () => {
   await withNode({ api_key: "s3cret" }, async (node) => {
     const health = await node.get("/health");
     assertEquals(health.status, 200);
@@ -34,10 +34,18 @@ Deno.test("auth on: 401 OpenAI envelope without the right key, /health stays ope
       for (const auth of [undefined, "Bearer wrong", "Bearer s3cret-and-more", "Basic czNjcmV0"]) {
         const res = await node.get(path, { headers: auth ? { authorization: auth } : {} });
         assertEquals(res.status, 401, `${path} with ${auth}`);
-        const err = (await jsonOf(res) as Json).error as Json;
-        assertEquals(err.code, "unauthorized");
-        assertEquals(err.type, "authentication_error");
-        assertEquals(err.param, null);
+        assertEquals(res.headers.get("www-authenticate"), 'Bearer realm="neuron"');
+        const body = await jsonOf(res) as Json;
+        if (path.startsWith("/v1/")) {
+          const err = body.error as Json;
+          assertEquals(err.code, "unauthorized");
+          assertEquals(err.type, "authentication_error");
+          assertEquals(err.param, null);
+        } else {
+          // WIRE.md: the gateway decodes control-plane errors as {"error": "<message>", "code"}.
+          assertEquals(typeof body.error, "string", `${path}: ${JSON.stringify(body)}`);
+          assertEquals(body.code, "unauthorized");
+        }
       }
       const ok = await node.get(path, { headers: { authorization: "Bearer s3cret" } });
       assert(ok.status !== 401, `${path} with the key`);
@@ -45,7 +53,10 @@ Deno.test("auth on: 401 OpenAI envelope without the right key, /health stays ope
     }
     const load = await node.post("/models/load", { model_id: "a/b", harness: "native" });
     assertEquals(load.status, 401);
-    await load.body?.cancel();
+    assertEquals((await jsonOf(load) as Json).code, "unauthorized");
+    const chat = await node.post("/v1/chat/completions", { model: "m", messages: [] });
+    assertEquals(chat.status, 401);
+    assertEquals(((await jsonOf(chat) as Json).error as Json).type, "authentication_error");
   });
 });
 
