@@ -10,6 +10,7 @@ import type { ChatMessage, ChatTool } from "../chat/mod.ts";
 import { unsupported } from "./errors.ts";
 import { includeThinking, maxNewTokens, requestedSampling } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
+import { intAtLeast, nonEmpty, numberBetween, positiveAtMost } from "./limits.ts";
 import { issuePath, parseRequest } from "./validate.ts";
 
 const TextPart = z.object({
@@ -26,13 +27,13 @@ const MessageItem = z.object({
 });
 const FunctionCallItem = z.object({
   type: z.literal("function_call"),
-  call_id: z.string().min(1),
-  name: z.string().min(1),
+  call_id: nonEmpty(),
+  name: nonEmpty(),
   arguments: z.string(),
 });
 const FunctionOutputItem = z.object({
   type: z.literal("function_call_output"),
-  call_id: z.string().min(1),
+  call_id: nonEmpty(),
   output: z.string(),
 });
 /** Earlier reasoning sent back by a client; the chat template drops it from history anyway. */
@@ -41,7 +42,7 @@ const Item = z.union([MessageItem, FunctionCallItem, FunctionOutputItem, Reasoni
 
 const FunctionTool = z.object({
   type: z.literal("function"),
-  name: z.string().min(1),
+  name: nonEmpty(),
   description: z.string().nullish(),
   parameters: z.record(z.string(), z.unknown()).nullish(),
   strict: z.boolean().nullish(),
@@ -49,20 +50,20 @@ const FunctionTool = z.object({
 const AnyTool = z.looseObject({ type: z.string() });
 
 export const responsesRequestSchema = z.object({
-  model: z.string().min(1),
+  model: nonEmpty(),
   input: z.union([z.string(), z.array(Item).min(1, "must contain at least one item")]),
   instructions: z.string().nullish(),
-  max_output_tokens: z.int().min(1).nullish(),
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  top_k: z.int().min(-1).nullish(),
-  min_p: z.number().min(0).max(1).nullish(),
+  max_output_tokens: intAtLeast(1).nullish(),
+  temperature: numberBetween(0, 2).nullish(),
+  top_p: positiveAtMost(1).nullish(),
+  top_k: intAtLeast(-1).nullish(),
+  min_p: numberBetween(0, 1).nullish(),
   seed: z.int().nullish(),
   stream: z.boolean().nullish(),
   tools: z.array(AnyTool).nullish(),
   tool_choice: z.union([
     z.enum(["none", "auto", "required"]),
-    z.object({ type: z.literal("function"), name: z.string().min(1) }),
+    z.object({ type: z.literal("function"), name: nonEmpty() }),
   ]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   previous_response_id: z.string().nullish(),

@@ -37,6 +37,7 @@ export class ServerError extends NeuronError {
 const STATUS: Record<string, number> = {
   // request problems
   malformed_json: 400,
+  // 400 on /v1 (OPENAI_STATUS); the control plane keeps 422.
   invalid_request_body: 422,
   unsupported_media_type: 415,
   payload_too_large: 413,
@@ -82,6 +83,12 @@ const STATUS: Record<string, number> = {
   engine_crashed: 500,
 };
 
+/**
+ * Where `/v1/*` answers differently: OpenAI and vLLM answer 400 to a body of the wrong
+ * shape, and the `openai` SDKs raise BadRequestError only for 400.
+ */
+const OPENAI_STATUS: Record<string, number> = { invalid_request_body: 400 };
+
 /** Seconds to suggest in Retry-After for retryable statuses without their own hint. */
 const DEFAULT_RETRY_AFTER = 5;
 
@@ -93,9 +100,9 @@ interface Mapped {
   headers: Record<string, string>;
 }
 
-function map(err: unknown): Mapped {
+function map(err: unknown, overrides: Record<string, number> = {}): Mapped {
   if (err instanceof NeuronError && Object.hasOwn(STATUS, err.code)) {
-    const status = STATUS[err.code];
+    const status = Object.hasOwn(overrides, err.code) ? overrides[err.code] : STATUS[err.code];
     const headers: Record<string, string> = err instanceof ServerError ? { ...err.headers } : {};
     // HarnessError, AdmissionError and others carry their own hint and offending field.
     const { retryAfter, param } = err as { retryAfter?: unknown; param?: unknown };
@@ -144,7 +151,7 @@ function openaiType(status: number): string {
 
 /** The OpenAI form: `{"error": {"message", "type", "code", "param"}}`. */
 export function openaiErrorResponse(err: unknown): Response {
-  const m = map(err);
+  const m = map(err, OPENAI_STATUS);
   return json(
     { error: { message: m.message, type: openaiType(m.status), code: m.code, param: m.param } },
     m.status,
