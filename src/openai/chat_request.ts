@@ -10,6 +10,7 @@ import { unsupported } from "./errors.ts";
 import {
   commonFields,
   maxNewTokens,
+  reasoningEffort,
   requestedSampling,
   requireSingleChoice,
   stopStrings,
@@ -60,6 +61,7 @@ export const chatRequestSchema = z.object({
   tool_choice: ToolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
+  reasoning_effort: reasoningEffort.nullish(),
   response_format: z.object({ type: z.string() }).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
 });
@@ -158,7 +160,7 @@ export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
     model: body.model,
     messages: toChatMessages(body.messages),
     tools: chosenTools(body.tools ?? [], body.tool_choice),
-    templateKwargs: templateKwargs(body.chat_template_kwargs, headers),
+    templateKwargs: templateKwargs(body.chat_template_kwargs, body.reasoning_effort, headers),
     maxTokens: maxNewTokens(body.max_completion_tokens, body.max_tokens),
     sampling: requestedSampling(body),
     stop: stopStrings(body.stop),

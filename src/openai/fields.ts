@@ -92,14 +92,28 @@ export function includeThinking(headers: Headers): boolean {
 }
 
 /**
- * The template kwargs a request renders with: its own `chat_template_kwargs`, with
- * `enable_thinking` defaulting to the `x-include-thinking` header when it does not set it.
+ * OpenAI's reasoning efforts (chat's `reasoning_effort`, the Responses API's
+ * `reasoning.effort`). A Qwen3 model thinks or does not: "none" and "minimal" turn thinking
+ * off, every other effort turns it on.
+ */
+export const reasoningEffort = z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
+export type ReasoningEffort = z.infer<typeof reasoningEffort>;
+
+/**
+ * The template kwargs a request renders with: its own `chat_template_kwargs`; when they do
+ * not set `enable_thinking`, the reasoning effort decides, else the `x-include-thinking`
+ * header.
  */
 export function templateKwargs(
   kwargs: Record<string, unknown> | null | undefined,
+  effort: ReasoningEffort | null | undefined,
   headers: Headers,
 ): Record<string, unknown> {
   const out = { ...(kwargs ?? {}) };
-  if (out.enable_thinking === undefined) out.enable_thinking = includeThinking(headers);
+  if (out.enable_thinking === undefined) {
+    out.enable_thinking = effort != null
+      ? effort !== "none" && effort !== "minimal"
+      : includeThinking(headers);
+  }
   return out;
 }

@@ -8,7 +8,7 @@
 import { z } from "zod";
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
 import { unsupported } from "./errors.ts";
-import { includeThinking, maxNewTokens, requestedSampling } from "./fields.ts";
+import { maxNewTokens, reasoningEffort, requestedSampling, templateKwargs } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, nonEmpty, numberBetween, positiveAtMost } from "./limits.ts";
 import { issuePath, parseRequest } from "./validate.ts";
@@ -67,7 +67,7 @@ export const responsesRequestSchema = z.object({
   ]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   previous_response_id: z.string().nullish(),
-  reasoning: z.object({ effort: z.string().nullish() }).nullish(),
+  reasoning: z.object({ effort: reasoningEffort.nullish() }).nullish(),
   text: z.object({ format: z.object({ type: z.string() }).nullish() }).nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
   store: z.boolean().nullish(),
@@ -177,17 +177,6 @@ function toTools(body: Body): ChatTool[] {
   return named;
 }
 
-function thinking(body: Body, headers: Headers): Record<string, unknown> {
-  const kwargs = { ...(body.chat_template_kwargs ?? {}) };
-  if (kwargs.enable_thinking === undefined) {
-    const effort = body.reasoning?.effort;
-    kwargs.enable_thinking = effort != null
-      ? !["none", "minimal"].includes(effort)
-      : includeThinking(headers);
-  }
-  return kwargs;
-}
-
 export function parseResponsesRequest(json: unknown, headers: Headers): ResponsesRequest {
   const body = parseRequest(responsesRequestSchema, json);
   if (body.previous_response_id) {
@@ -204,7 +193,7 @@ export function parseResponsesRequest(json: unknown, headers: Headers): Response
     model: body.model,
     messages: toMessages(body),
     tools: toTools(body),
-    templateKwargs: thinking(body, headers),
+    templateKwargs: templateKwargs(body.chat_template_kwargs, body.reasoning?.effort, headers),
     maxTokens: maxNewTokens(body.max_output_tokens, null),
     sampling: requestedSampling(body),
     stream: body.stream ?? false,

@@ -1,4 +1,5 @@
-import { assertEquals } from "../../tests/support/assert.ts";
+import { assertEquals, assertThrows } from "../../tests/support/assert.ts";
+import { OpenAiError } from "./errors.ts";
 import type { Generation, GenerationEvent } from "./generation.ts";
 import { parseResponsesRequest } from "./responses_request.ts";
 import { response, streamResponse } from "./responses_response.ts";
@@ -41,6 +42,23 @@ Deno.test("responses request: input items become chat messages; instructions are
   assertEquals(r.messages[3].tool_call_id, "c1");
   assertEquals(r.tools[0].function.name, "get");
   assertEquals([r.maxTokens, r.templateKwargs.enable_thinking], [9, true]);
+});
+
+Deno.test("responses request: reasoning.effort none/minimal turn thinking off, others on", () => {
+  const on = new Headers({ "x-include-thinking": "1" });
+  const thinking = (effort: string, headers = new Headers()) =>
+    parseResponsesRequest({ model: "m", input: "x", reasoning: { effort } }, headers)
+      .templateKwargs.enable_thinking;
+  assertEquals([thinking("none", on), thinking("minimal", on)], [false, false]);
+  assertEquals(["low", "medium", "high", "xhigh", "max"].map((e) => thinking(e)), [
+    true,
+    true,
+    true,
+    true,
+    true,
+  ]);
+  const err = assertThrows(() => thinking("extreme"), OpenAiError);
+  assertEquals([err.code, err.param], ["invalid_request_body", "reasoning.effort"]);
 });
 
 Deno.test("responses: output items, usage for clients and for the gateway's metering", async () => {
