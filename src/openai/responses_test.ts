@@ -114,3 +114,23 @@ Deno.test("responses stream: events in order, numbered, ending with response.com
   assertEquals(frames[10].data.text, "Hello");
   assertEquals(frames.at(-1)!.data.response.usage.output_tokens, 5);
 });
+
+Deno.test("responses: a message cut by the token limit is incomplete, in the body and the stream", async () => {
+  const cut: GenerationEvent[] = [
+    { type: "delta", content: "Hel", tokens: [] },
+    { type: "done", finishReason: "length", usage },
+  ];
+  const echo = parseResponsesRequest({ model: "m", input: "x" }, new Headers()).echo;
+  const body = await response(gen(cut), { model: "m", echo });
+  assertEquals(body.status, "incomplete");
+  assertEquals((body.output as Record<string, unknown>[])[0].status, "incomplete");
+
+  const text = await streamResponse(gen(cut), { model: "m", echo }).text();
+  const frames = text.split("\n\n").filter(Boolean).map((f) =>
+    JSON.parse(f.split("\n")[1].slice("data: ".length))
+  );
+  const itemDone = frames.find((f) => f.type === "response.output_item.done");
+  assertEquals(itemDone.item.status, "incomplete");
+  const last = frames.at(-1);
+  assertEquals([last.type, last.response.output[0].status], ["response.incomplete", "incomplete"]);
+});
