@@ -24,6 +24,12 @@ export interface NeuronNode {
   shutdown(): Promise<void>;
 }
 
+/** Addresses only this machine can reach. */
+function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  return bare === "localhost" || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare);
+}
+
 /** Binds the listener, then starts harnesses and default-model loading in the background. */
 export function startNode(config: Config): NeuronNode {
   const startedAt = Date.now();
@@ -67,6 +73,14 @@ export function startNode(config: Config): NeuronNode {
     devices: discovery.devices.length,
     harnesses: registry.names(),
   });
+
+  if (config.api_key === undefined && !isLoopback(config.host)) {
+    log.warn("listening beyond loopback without api_key", {
+      host: config.host,
+      port,
+      hint: "anyone who can reach this port may load models and run inference; set api_key",
+    });
+  }
 
   registry.start();
   const stopActivation = new AbortController();

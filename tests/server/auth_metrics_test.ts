@@ -156,3 +156,21 @@ Deno.test("/metrics reports per-model gauges for a proxied model", async () => {
     await up.stop();
   }
 });
+
+Deno.test("listening beyond loopback without api_key: one warning at start", async () => {
+  const warnings = (logs: string[]) =>
+    logs.map((l) => JSON.parse(l)).filter((r) => r.level === "warn" && /api_key/.test(r.msg));
+  await withNode({ host: "0.0.0.0" }, async (node) => {
+    const found = warnings(node.logs);
+    assertEquals(found.length, 1, node.logs.join("\n"));
+    assertEquals(found[0].host, "0.0.0.0");
+  });
+  await withNode({ host: "0.0.0.0", api_key: "s3cret" }, async (node) => {
+    assertEquals(warnings(node.logs), []);
+  });
+  for (const host of ["127.0.0.1", "localhost"]) {
+    await withNode({ host }, async (node) => {
+      assertEquals(warnings(node.logs), [], host);
+    });
+  }
+});
