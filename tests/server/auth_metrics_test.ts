@@ -158,19 +158,19 @@ Deno.test("/metrics reports per-model gauges for a proxied model", async () => {
 });
 
 Deno.test("listening beyond loopback without api_key: one warning at start", async () => {
-  const warnings = (logs: string[]) =>
-    logs.map((l) => JSON.parse(l)).filter((r) => r.level === "warn" && /api_key/.test(r.msg));
-  await withNode({ host: "0.0.0.0" }, async (node) => {
-    const found = warnings(node.logs);
-    assertEquals(found.length, 1, node.logs.join("\n"));
-    assertEquals(found[0].host, "0.0.0.0");
-  });
-  await withNode({ host: "0.0.0.0", api_key: "s3cret" }, async (node) => {
-    assertEquals(warnings(node.logs), []);
-  });
-  for (const host of ["127.0.0.1", "localhost"]) {
-    await withNode({ host }, async (node) => {
-      assertEquals(warnings(node.logs), [], host);
+  const warnings = async (raw: Record<string, unknown>) => {
+    let logs: string[] = [];
+    await withNode(raw, (node) => {
+      logs = [...node.logs];
+      return Promise.resolve();
     });
-  }
+    return logs.map((l) => JSON.parse(l)).filter((r) =>
+      r.level === "warn" && /api_key/.test(r.msg)
+    );
+  };
+  const found = await warnings({ host: "0.0.0.0" });
+  assertEquals(found.length, 1, JSON.stringify(found));
+  assertEquals(found[0].host, "0.0.0.0");
+  assertEquals(await warnings({ host: "0.0.0.0", api_key: "s3cret" }), []);
+  for (const host of ["127.0.0.1", "localhost"]) assertEquals(await warnings({ host }), [], host);
 });
