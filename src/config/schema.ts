@@ -57,6 +57,9 @@ export const cudaSchema = z.strictObject({
 const ORIGIN = /^https?:\/\/[^\s/?#]+$/i;
 
 export const httpSchema = z.strictObject({
+  header_timeout_secs: z.number().positive().default(10),
+  idle_timeout_secs: z.number().positive().default(60),
+  max_connections: z.int().min(1).optional(),
   cors_origins: z.array(
     z.string().refine((o) => o === "*" || ORIGIN.test(o), {
       message: 'expected "*" or an origin such as "https://app.example.com" (no path)',

@@ -44,6 +44,10 @@ const STATUS: Record<string, number> = {
   unauthorized: 401,
   not_found: 404,
   method_not_allowed: 405,
+  // a request body that broke off or was malformed (src/http)
+  malformed_request: 400,
+  client_closed: 400,
+  request_timeout: 408,
   // model management
   unknown_harness: 400,
   engine_unavailable: 400,

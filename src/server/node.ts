@@ -2,6 +2,7 @@ import { DeviceProbe } from "../backend/probe/mod.ts";
 import type { Config } from "../config/mod.ts";
 import { errorMessage } from "../common/errors.ts";
 import { log } from "../common/log.ts";
+import { connectionCap, HttpServer, openFileLimit } from "../http/mod.ts";
 import { HarnessRegistry } from "../harness/mod.ts";
 import { Activation } from "./activation.ts";
 import { createApp } from "./app.ts";
@@ -22,6 +23,26 @@ export interface NeuronNode {
    * cancels them), unloads every model. Safe to call more than once.
    */
   shutdown(): Promise<void>;
+}
+
+/**
+ * `[http] max_connections`, never above what the open-file limit leaves room for: past it
+ * accepting would fail with EMFILE and starve model loading of descriptors as well.
+ */
+function maxConnections(config: Config): number {
+  const limit = openFileLimit();
+  const cap = connectionCap(limit);
+  const asked = config.http.max_connections;
+  if (asked === undefined) return cap;
+  if (asked > cap) {
+    log.warn("max_connections above what the open-file limit allows", {
+      max_connections: asked,
+      open_file_limit: limit,
+      using: cap,
+    });
+    return cap;
+  }
+  return asked;
 }
 
 /** Addresses only this machine can reach. */
@@ -55,15 +76,19 @@ export function startNode(config: Config): NeuronNode {
     selfUrl,
   });
 
-  const server = Deno.serve({
+  const connections = maxConnections(config);
+  const server = new HttpServer({
     hostname: config.host,
     port: config.port,
-    onListen: () => {},
+    headerTimeoutMs: config.http.header_timeout_secs * 1000,
+    idleTimeoutMs: config.http.idle_timeout_secs * 1000,
+    maxConnections: connections,
+    handler: (req) => app.fetch(req),
     onError: (err) => {
       log.error("request failed", { error: errorMessage(err) });
       return controlErrorResponse(err);
     },
-  }, app.fetch);
+  });
   port = server.addr.port;
   const connectHost = ["0.0.0.0", "::", "[::]"].includes(config.host) ? "127.0.0.1" : config.host;
   const url = `http://${connectHost.includes(":") ? `[${connectHost}]` : connectHost}:${port}`;
@@ -72,6 +97,7 @@ export function startNode(config: Config): NeuronNode {
     port,
     devices: discovery.devices.length,
     harnesses: registry.names(),
+    max_connections: connections,
   });
 
   if (config.api_key === undefined && !isLoopback(config.host)) {
@@ -92,7 +118,7 @@ export function startNode(config: Config): NeuronNode {
       lifecycle.shuttingDown = true;
       stopActivation.abort();
       log.info("shutting down", { grace_secs: config.shutdown_grace_secs });
-      const drained = server.shutdown();
+      const drained = server.drain();
       let timer: ReturnType<typeof setTimeout> | undefined;
       const deadline = new Promise<"deadline">((resolve) => {
         timer = setTimeout(() => resolve("deadline"), config.shutdown_grace_secs * 1000);
@@ -100,6 +126,7 @@ export function startNode(config: Config): NeuronNode {
       if (await Promise.race([drained.then(() => "drained" as const), deadline]) === "deadline") {
         log.warn("grace period over: cancelling in-flight requests");
         cancelAll.abort(new Error("the node is shutting down"));
+        server.closeAll();
         await drained;
       }
       clearTimeout(timer);
