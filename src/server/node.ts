@@ -65,12 +65,13 @@ export function startNode(config: Config): NeuronNode {
   const activation = new Activation(config.default_models);
   const cancelAll = new AbortController();
   const lifecycle: Lifecycle = { shuttingDown: false, cancelAll: cancelAll.signal };
+  const metrics = new HttpMetrics();
   const app = createApp({
     config,
     registry,
     probe,
     activation,
-    metrics: new HttpMetrics(),
+    metrics,
     lifecycle,
     startedAt,
     selfUrl,
@@ -90,6 +91,7 @@ export function startNode(config: Config): NeuronNode {
     },
   });
   port = server.addr.port;
+  metrics.countConnections(() => ({ open: server.connections, max: connections }));
   const connectHost = ["0.0.0.0", "::", "[::]"].includes(config.host) ? "127.0.0.1" : config.host;
   const url = `http://${connectHost.includes(":") ? `[${connectHost}]` : connectHost}:${port}`;
   log.info("listening", {

@@ -112,8 +112,10 @@ Deno.test("/metrics parses as Prometheus text and counts what happened", async (
     );
     assertEquals(healthCount?.value, 3);
 
-    // The scrape itself is in flight while it renders.
+    // The scrape itself is in flight while it renders, on one of the open connections.
     assertEquals(families.get("neuron_http_requests_in_flight")!.samples[0].value, 1);
+    assert(families.get("neuron_http_connections")!.samples[0].value >= 1);
+    assert(families.get("neuron_http_connections_max")!.samples[0].value >= 16);
     const rss = families.get("neuron_process_resident_memory_bytes")!.samples[0].value;
     assert(rss > 1e6, `rss ${rss}`);
     for (
