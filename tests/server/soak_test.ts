@@ -163,12 +163,10 @@ Deno.test(`soak: ${STREAMS} streams, ${IDLE} idle sockets, ${BAD} bad requests p
     const model0 = (await health.json()).models[0];
     assertEquals([model0.in_flight, model0.queue_depth], [0, 0]);
     // Every connection of the soak is closed again; only the scrape's own remains.
-    let last = -1;
     await eventually(
       async () => {
         const text = await (await fetch(`${node.url}/metrics`, { client })).text();
         const open = parsePrometheus(text).get("neuron_http_connections")!.samples[0].value;
-        last = open;
         return open === 1 || undefined;
       },
       10_000,
