@@ -35,6 +35,10 @@ export interface ConnectionOptions {
   onError: (err: unknown) => Response | Promise<Response>;
   /** `host:port` for request URLs when the client's Host header is unusable. */
   authority: string;
+  /** The connection has nothing in progress any more (it may be closed to make room). */
+  onIdle(): void;
+  /** The socket is closed (called once, at once, even if a handler is still running). */
+  onClose(): void;
 }
 
 /**
@@ -106,6 +110,7 @@ export class Connection {
         this.#state = "waiting";
         this.idleSince = performance.now();
         this.#arm(this.#opts.idleTimeoutMs);
+        this.#opts.onIdle();
       }
     } catch (err) {
       if (err instanceof HttpError && this.#state !== "closed") {
@@ -139,6 +144,7 @@ export class Connection {
       // already closed
     }
     this.#resolveClosed();
+    this.#opts.onClose();
   }
 
   /** The next request head; null when the client closed cleanly between requests. */
@@ -240,6 +246,7 @@ export class Connection {
   async #linger(): Promise<void> {
     this.#state = "waiting";
     this.#arm(LINGER_MS);
+    this.#opts.onIdle();
     try {
       await this.#conn.closeWrite();
     } catch {

@@ -93,21 +93,11 @@ export class HttpServer {
   }
 
   async #accept(): Promise<void> {
-    const max = this.#opts.maxConnections;
     let backoff = 0;
     let starved = false;
-    let full = false;
     while (!this.#closing) {
-      if (this.#connections.size >= max && !this.#oldestIdle()) {
-        if (!full) {
-          full = true;
-          httpLog.warn("connection limit reached: new connections wait", { max_connections: max });
-        }
-        await new Promise<void>((resolve) => (this.#wake = resolve));
-        this.#wake = null;
-        continue;
-      }
-      full = false;
+      // Nothing is taken in while every place is busy: clients wait in the kernel's backlog.
+      if (!await this.#room(false)) break;
       let conn: Deno.TcpConn;
       try {
         conn = await this.#listener.accept();
@@ -133,9 +123,39 @@ export class HttpServer {
         httpLog.info("accepting again", { connections: this.#connections.size });
       }
       backoff = 0;
-      if (this.#connections.size >= max) this.#oldestIdle()?.close();
+      // A client is here: an idle connection makes room, else it waits, unread, for one.
+      if (!await this.#room(true)) {
+        conn.close();
+        break;
+      }
       this.#serve(conn);
     }
+  }
+
+  /**
+   * Waits until there is a place for one more connection: a free one, or (when `evict`,
+   * for a client already accepted) the longest-idle connection closed to make one. An idle
+   * connection is only closed for a client that is there. False once closing.
+   */
+  async #room(evict: boolean): Promise<boolean> {
+    let full = false;
+    while (!this.#closing && this.#connections.size >= this.#opts.maxConnections) {
+      const idle = this.#oldestIdle();
+      if (idle && evict) {
+        idle.close();
+        continue;
+      }
+      if (idle) return true;
+      if (!full) {
+        full = true;
+        httpLog.warn("connection limit reached: new connections wait", {
+          max_connections: this.#opts.maxConnections,
+        });
+      }
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+      this.#wake = null;
+    }
+    return !this.#closing;
   }
 
   #serve(conn: Deno.TcpConn): void {
@@ -144,22 +164,23 @@ export class HttpServer {
     } catch {
       // the peer is already gone; run() finds out
     }
-    const c = new Connection(conn, {
+    const host = this.addr.hostname.includes(":") ? `[${this.addr.hostname}]` : this.addr.hostname;
+    const c: Connection = new Connection(conn, {
       headerTimeoutMs: this.#opts.headerTimeoutMs,
       idleTimeoutMs: this.#opts.idleTimeoutMs,
       handler: this.#opts.handler,
       onError: this.#opts.onError,
-      authority: `${
-        this.addr.hostname.includes(":") ? `[${this.addr.hostname}]` : this.addr.hostname
-      }:${this.addr.port}`,
+      authority: `${host}:${this.addr.port}`,
+      onIdle: () => this.#wake?.(),
+      onClose: () => {
+        this.#connections.delete(c);
+        this.#wake?.();
+        if (this.#connections.size === 0) this.#allClosed?.();
+      },
     });
     this.#connections.add(c);
     if (this.#closing) c.drain();
-    c.run().finally(() => {
-      this.#connections.delete(c);
-      this.#wake?.();
-      if (this.#connections.size === 0) this.#allClosed?.();
-    });
+    c.run();
   }
 
   /** The connection idle the longest, if any is idle. */

@@ -359,3 +359,50 @@ Deno.test("node: [http] header_timeout_secs and idle_timeout_secs close stalled 
     assertEquals(count(text, "HTTP/1.1 200"), 1);
   });
 });
+
+Deno.test("http: with every place busy a new connection waits, and gets the first one freed", async () => {
+  const releases: (() => void)[] = [];
+  const handler = async (req: Request) => {
+    if (new URL(req.url).pathname === "/busy") {
+      await new Promise<void>((r) => releases.push(r));
+    }
+    return new Response("served");
+  };
+  await withServer({ maxConnections: 2, handler }, async (server) => {
+    const a = await Raw.open(server);
+    const b = await Raw.open(server);
+    await a.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
+    await b.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
+    await eventually(() => releases.length === 2 || undefined, GUARD_MS, "both busy");
+    const c = await Raw.open(server);
+    await c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assertEquals(server.connections, 2, "c waits in the backlog");
+    // a's answer leaves it idle (kept alive, not closed): that is room enough for c.
+    releases[0]();
+    await a.until((t) => t.endsWith("served"), "a finished");
+    await c.until((t) => t.endsWith("served"), "c served");
+    assertEquals(await a.end(), a.text, "a, idle, made room");
+    releases[1]();
+    await b.until((t) => t.endsWith("served"), "b finished");
+    for (const r of [b, c]) r.close();
+  });
+});
+
+Deno.test("http: closing every connection frees it even if its handler never returns", async () => {
+  let aborted = false;
+  let started = false;
+  const handler = (req: Request) => {
+    started = true;
+    req.signal.addEventListener("abort", () => (aborted = true));
+    return new Promise<Response>(() => {});
+  };
+  await withServer({ handler }, async (server) => {
+    const raw = await Raw.open(server);
+    await raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    await eventually(() => started || undefined, GUARD_MS, "the handler running");
+    server.closeAll();
+    await server.drain();
+    assertEquals([server.connections, aborted], [0, true]);
+    assertEquals(await raw.end(), "");
+  });
+});
