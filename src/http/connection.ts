@@ -45,7 +45,7 @@ export interface ConnectionOptions {
  * `waiting` for a request, reading its `head`, or `active` (handler and response): only an
  * active connection has work that closing it would lose.
  */
-export type ConnectionState = "waiting" | "head" | "active" | "closed";
+type ConnectionState = "waiting" | "head" | "active" | "closed";
 
 /** Pipelined bytes buffered while a response is produced; beyond it reading pauses. */
 const MAX_PIPELINED = 64 * 1024;
@@ -62,13 +62,11 @@ export class Connection {
   readonly #conn: Deno.Conn;
   readonly #opts: ConnectionOptions;
   readonly #in: Inbound;
-  readonly #closed: Promise<void>;
-  #resolveClosed!: () => void;
   #state: ConnectionState = "waiting";
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stall: ReturnType<typeof setTimeout> | undefined;
   #exchange: AbortController | null = null;
-  #out: ResponseTarget;
+  readonly #out: ResponseTarget;
   #draining = false;
   /** When it last finished a response (or was accepted): the eviction order. */
   idleSince: number = performance.now();
@@ -77,22 +75,12 @@ export class Connection {
     this.#conn = conn;
     this.#opts = opts;
     this.#in = new Inbound(conn);
-    this.#closed = new Promise((r) => (this.#resolveClosed = r));
     this.#out = { write: (bytes) => this.#write(bytes), reader: null };
-  }
-
-  get state(): ConnectionState {
-    return this.#state;
   }
 
   /** Nothing in progress: closing it loses no work. */
   get idle(): boolean {
     return this.#state === "waiting" || this.#state === "head";
-  }
-
-  /** Resolves once the connection is closed. */
-  get closed(): Promise<void> {
-    return this.#closed;
   }
 
   /** Serves requests until the client leaves, a timer fires, or the connection is closed. */
@@ -143,7 +131,6 @@ export class Connection {
     } catch {
       // already closed
     }
-    this.#resolveClosed();
     this.#opts.onClose();
   }
 

@@ -8,7 +8,7 @@ const EMPTY = new Uint8Array(0);
 /** Per read, and held by every connection waiting for its next request. */
 const READ_SIZE = 8 * 1024;
 
-/** What an Inbound reads from: a TCP connection, or a scripted one in tests. */
+/** What an Inbound reads from: a TCP connection (or, in tests, scripted bytes). */
 export interface ByteReader {
   read(p: Uint8Array): Promise<number | null>;
 }
@@ -18,8 +18,6 @@ export class Inbound {
   #buf: Uint8Array = EMPTY;
   #reading: Promise<void> | null = null;
   #ended = false;
-  /** Called whenever bytes arrive (timers watch for progress). */
-  onData: () => void = () => {};
 
   constructor(conn: ByteReader) {
     this.#conn = conn;
@@ -72,6 +70,5 @@ export class Inbound {
       joined.set(chunk.subarray(0, n), this.#buf.length);
       this.#buf = joined;
     }
-    this.onData();
   }
 }

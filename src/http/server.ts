@@ -6,7 +6,7 @@
  * - at most `maxConnections` open connections, below the open-file limit. At the cap a new
  *   connection is taken by closing the one idle the longest (nothing is lost: it had no
  *   request in progress); when every connection is busy, new ones wait in the kernel's
- *   backlog until one ends: back-pressure, not failure.
+ *   backlog until one ends or falls idle: back-pressure, not failure.
  * - EMFILE/ENFILE on accept (descriptors used up elsewhere) is back-pressure too: logged
  *   once, an idle connection closed to free one, accepting retried after a short pause.
  * - each connection keeps header, idle and stall timers (see connection.ts).
