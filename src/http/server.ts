@@ -7,8 +7,9 @@
  *   connection is taken by closing the one idle the longest (nothing is lost: it had no
  *   request in progress); when every connection is busy, new ones wait in the kernel's
  *   backlog until one ends or falls idle: back-pressure, not failure.
- * - EMFILE/ENFILE on accept (descriptors used up elsewhere) is back-pressure too: logged
- *   once, an idle connection closed to free one, accepting retried after a short pause.
+ * - EMFILE/ENFILE on accept (descriptors used up elsewhere) is back-pressure too: an idle
+ *   connection closed to free one, accepting retried after a short pause, a warning logged
+ *   once (and at most once a minute while it lasts).
  * - each connection keeps header, idle and stall timers (see connection.ts).
  */
 
@@ -28,6 +29,30 @@ export interface HttpServerOptions {
 
 const httpLog = log.child({ component: "http" });
 const MAX_BACKOFF_MS = 1000;
+const WARN_EVERY_MS = 60_000;
+
+/**
+ * A warning about a condition that can recur many times a second (a flood of clients):
+ * logged when first seen, then at most once a minute with how often it happened since.
+ */
+class Warning {
+  readonly #msg: string;
+  #loggedAt = -Infinity;
+  #times = 0;
+
+  constructor(msg: string) {
+    this.#msg = msg;
+  }
+
+  seen(fields: Record<string, unknown>): void {
+    this.#times++;
+    const now = performance.now();
+    if (now - this.#loggedAt < WARN_EVERY_MS) return;
+    httpLog.warn(this.#msg, { ...fields, times: this.#times });
+    this.#loggedAt = now;
+    this.#times = 0;
+  }
+}
 
 function outOfDescriptors(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
@@ -44,6 +69,8 @@ export class HttpServer {
   #wake: (() => void) | null = null;
   #allClosed: (() => void) | null = null;
   #drained: Promise<void> | null = null;
+  readonly #outOfFds = new Warning("out of file descriptors: closing an idle connection, retrying");
+  readonly #full = new Warning("connection limit reached: new connections wait");
 
   /** Binds at once (throws if the address is taken) and starts accepting. */
   constructor(opts: HttpServerOptions) {
@@ -94,7 +121,6 @@ export class HttpServer {
 
   async #accept(): Promise<void> {
     let backoff = 0;
-    let starved = false;
     while (!this.#closing) {
       // Nothing is taken in while every place is busy: clients wait in the kernel's backlog.
       if (!await this.#room(false)) break;
@@ -104,12 +130,7 @@ export class HttpServer {
       } catch (err) {
         if (this.#closing) break;
         if (outOfDescriptors(err)) {
-          if (!starved) {
-            starved = true;
-            httpLog.warn("out of file descriptors: accepting paused", {
-              connections: this.#connections.size,
-            });
-          }
+          this.#outOfFds.seen({ connections: this.#connections.size });
           this.#oldestIdle()?.close();
           backoff = Math.min(Math.max(backoff * 2, 10), MAX_BACKOFF_MS);
           await new Promise((r) => setTimeout(r, backoff));
@@ -117,10 +138,6 @@ export class HttpServer {
           httpLog.debug("accept failed", { error: errorMessage(err) });
         }
         continue;
-      }
-      if (starved) {
-        starved = false;
-        httpLog.info("accepting again", { connections: this.#connections.size });
       }
       backoff = 0;
       // A client is here: an idle connection makes room, else it waits, unread, for one.
@@ -138,7 +155,6 @@ export class HttpServer {
    * connection is only closed for a client that is there. False once closing.
    */
   async #room(evict: boolean): Promise<boolean> {
-    let full = false;
     while (!this.#closing && this.#connections.size >= this.#opts.maxConnections) {
       const idle = this.#oldestIdle();
       if (idle && evict) {
@@ -146,12 +162,7 @@ export class HttpServer {
         continue;
       }
       if (idle) return true;
-      if (!full) {
-        full = true;
-        httpLog.warn("connection limit reached: new connections wait", {
-          max_connections: this.#opts.maxConnections,
-        });
-      }
+      this.#full.seen({ max_connections: this.#opts.maxConnections });
       await new Promise<void>((resolve) => (this.#wake = resolve));
       this.#wake = null;
     }

@@ -8,7 +8,7 @@
 import { fixture } from "../fixtures.ts";
 import { TEST_DEVICE } from "../native/support.ts";
 import { assertEquals } from "../support/assert.ts";
-import { startNeuron } from "../support/processes.ts";
+import { DENO, startNeuron } from "../support/processes.ts";
 
 const FD_LIMIT = 256;
 const IDLE = 400;
@@ -82,5 +82,56 @@ Deno.test(`ulimit -n ${FD_LIMIT}: ${IDLE} idle sockets do not crash the node; it
     }
     await node.exited;
     await Deno.remove(file);
+  }
+});
+
+Deno.test("EMFILE on accept: one warning, an idle connection closed, the server keeps serving", async () => {
+  // The cap is set far above what 64 descriptors allow, so accept itself runs out.
+  const child = new Deno.Command("bash", {
+    args: [
+      "-c",
+      'ulimit -n 64 && exec "$@"',
+      "bash",
+      DENO,
+      "run",
+      "-A",
+      new URL("../support/http_child.ts", import.meta.url).pathname,
+      "1000",
+    ],
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const lines: string[] = [];
+  const port = await new Promise<number>((resolve, reject) => {
+    (async () => {
+      const decoder = new TextDecoder();
+      let buf = "";
+      for await (const chunk of child.stderr) {
+        buf += decoder.decode(chunk, { stream: true });
+        for (let nl; (nl = buf.indexOf("\n")) >= 0; buf = buf.slice(nl + 1)) {
+          const line = buf.slice(0, nl);
+          lines.push(line);
+          if (line.includes('"listening"')) resolve(JSON.parse(line).port);
+        }
+      }
+      reject(new Error(`the child exited:\n${lines.join("\n")}`));
+    })();
+  });
+  const sockets: Deno.Conn[] = [];
+  try {
+    for (let i = 0; i < 150; i++) {
+      sockets.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+    }
+    const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(60_000) });
+    assertEquals([res.status, await res.text()], [200, "ok"]);
+    const warnings = lines.filter((l) => l.includes("out of file descriptors"));
+    assertEquals(warnings.length, 1, lines.join("\n"));
+    assertEquals(lines.find((l) => /Uncaught|Too many open files \(os error/.test(l)), undefined);
+  } finally {
+    for (const s of sockets) s.close();
+    child.kill("SIGTERM");
+    assertEquals((await child.status).code, 0);
   }
 });
