@@ -34,7 +34,7 @@ export const ChatMessageSchema = z.object({
 export const ToolSchema = z.object({
   type: z.literal("function"),
   function: z.object({
-    name: z.string().min(1),
+    name: z.string().min(1, "must not be empty"),
     description: z.string().optional(),
     parameters: z.record(z.string(), z.unknown()).optional(),
   }),

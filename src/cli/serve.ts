@@ -53,18 +53,32 @@ function parse(args: string[]): ServeArgs {
   return { config: values.config ?? null, port, host: values.host, logLevel, help: !!values.help };
 }
 
-/** Resolves with the first SIGTERM/SIGINT; a second one ends the process at once. */
+/**
+ * Signals this close to the first are the same request to stop: Ctrl-C under `deno task`
+ * reaches the node twice, once from the terminal (the whole process group gets it) and
+ * once forwarded by `deno task`.
+ */
+const ECHO_MS = 500;
+
+/**
+ * Resolves with the first SIGTERM/SIGINT; another one, later than its echo, ends the
+ * process at once.
+ */
 function firstSignal(): Promise<Deno.Signal> {
   return new Promise((resolve) => {
-    let received = false;
+    let firstAt: number | null = null;
     for (const sig of ["SIGTERM", "SIGINT"] as const) {
       Deno.addSignalListener(sig, () => {
-        if (received) {
+        const now = performance.now();
+        if (firstAt === null) {
+          firstAt = now;
+          resolve(sig);
+        } else if (now - firstAt < ECHO_MS) {
+          log.debug("repeated signal taken as the first one's echo", { signal: sig });
+        } else {
           log.warn("second signal: exiting without waiting", { signal: sig });
           Deno.exit(EXIT_RUNTIME);
         }
-        received = true;
-        resolve(sig);
       });
     }
   });

@@ -34,6 +34,7 @@ Deno.test("defaults: an empty file gives the documented defaults", async () => {
     assertEquals(config.max_request_bytes, 16 * 1024 * 1024);
     assertEquals(config.shutdown_grace_secs, 30);
     assertEquals(config.max_prompt_tokens, 32768);
+    assertEquals(config.http, { header_timeout_secs: 10, idle_timeout_secs: 60, cors_origins: [] });
     assertEquals(config.harnesses.map((h) => h.name), ["native"]);
     assertEquals(config.cuda.libcuda, "libcuda.so.1");
     assertEquals(config.cuda.libnvml, "libnvidia-ml.so.1");

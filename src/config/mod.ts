@@ -7,6 +7,7 @@ export {
   configSchema,
   type CudaConfig,
   type HarnessEntry,
+  type HttpConfig,
   NATIVE_NAMES,
   type NativeConfig,
   nativeConfig,

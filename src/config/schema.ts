@@ -57,6 +57,22 @@ export const cudaSchema = z.strictObject({
   libnvml: z.string().min(1).default("libnvidia-ml.so.1"),
 });
 
+/** `scheme://host[:port]`, as a browser sends it in `Origin`. */
+const ORIGIN = /^https?:\/\/[^\s/?#]+$/i;
+
+export const httpSchema = z.strictObject({
+  header_timeout_secs: z.number().positive().default(10),
+  idle_timeout_secs: z.number().positive().default(60),
+  max_connections: z.int().min(1).optional(),
+  cors_origins: z.array(
+    z.string().refine((o) => o === "*" || ORIGIN.test(o), {
+      message: 'expected "*" or an origin such as "https://app.example.com" (no path)',
+    }),
+  ).refine((list) => !list.includes("*") || list.length === 1, {
+    message: '"*" allows every origin: list it alone',
+  }).default([]),
+});
+
 export const systemdSchema = z.strictObject({
   systemctl: z.string().min(1).default("systemctl"),
 });
@@ -77,6 +93,7 @@ const configFields = z.strictObject({
     native: nativeSchema.optional(),
     candle: nativeSchema.optional(),
   }).default({}),
+  http: httpSchema.prefault({}),
   cuda: cudaSchema.prefault({}),
   systemd: systemdSchema.prefault({}),
   default_models: z.array(modelSpecConfigSchema).default([]),
@@ -146,6 +163,7 @@ export type NativeConfig = z.output<typeof nativeSchema>;
 export type HarnessEntry = z.output<typeof harnessEntrySchema>;
 export type SourceConfig = z.output<typeof sourceSchema>;
 export type CudaConfig = z.output<typeof cudaSchema>;
+export type HttpConfig = z.output<typeof httpSchema>;
 
 /** The native harness settings, whichever of `[harness.native]`/`[harness.candle]` holds them. */
 export function nativeConfig(config: Config): NativeConfig {

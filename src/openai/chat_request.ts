@@ -10,12 +10,14 @@ import { unsupported } from "./errors.ts";
 import {
   commonFields,
   maxNewTokens,
+  reasoningEffort,
   requestedSampling,
   requireSingleChoice,
   stopStrings,
   templateKwargs,
 } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
+import { intAtLeast, intBetween, nonEmpty } from "./limits.ts";
 import { issuePath, parseRequest } from "./validate.ts";
 
 const TextPart = z.object({ type: z.literal("text"), text: z.string() });
@@ -29,7 +31,7 @@ const ToolCall = z.object({
   id: z.string().nullish(),
   type: z.literal("function").nullish(),
   function: z.object({
-    name: z.string().min(1),
+    name: nonEmpty(),
     arguments: z.union([z.string(), z.record(z.string(), z.unknown())]),
   }),
 });
@@ -45,20 +47,21 @@ const Message = z.object({
 
 const ToolChoice = z.union([
   z.enum(["none", "auto", "required"]),
-  z.object({ type: z.literal("function"), function: z.object({ name: z.string().min(1) }) }),
+  z.object({ type: z.literal("function"), function: z.object({ name: nonEmpty() }) }),
 ]);
 
 export const chatRequestSchema = z.object({
   ...commonFields,
   messages: z.array(Message).min(1, "must contain at least one message"),
-  max_tokens: z.int().min(1).nullish(),
-  max_completion_tokens: z.int().min(1).nullish(),
+  max_tokens: intAtLeast(1).nullish(),
+  max_completion_tokens: intAtLeast(1).nullish(),
   logprobs: z.boolean().nullish(),
-  top_logprobs: z.int().min(0).max(20).nullish(),
+  top_logprobs: intBetween(0, 20).nullish(),
   tools: z.array(ToolSchema).nullish(),
   tool_choice: ToolChoice.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
+  reasoning_effort: reasoningEffort.nullish(),
   response_format: z.object({ type: z.string() }).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
 });
@@ -157,7 +160,7 @@ export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
     model: body.model,
     messages: toChatMessages(body.messages),
     tools: chosenTools(body.tools ?? [], body.tool_choice),
-    templateKwargs: templateKwargs(body.chat_template_kwargs, headers),
+    templateKwargs: templateKwargs(body.chat_template_kwargs, body.reasoning_effort, headers),
     maxTokens: maxNewTokens(body.max_completion_tokens, body.max_tokens),
     sampling: requestedSampling(body),
     stop: stopStrings(body.stop),

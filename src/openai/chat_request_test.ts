@@ -1,4 +1,4 @@
-import { assertEquals, assertThrows } from "../../tests/support/assert.ts";
+import { assert, assertEquals, assertThrows } from "../../tests/support/assert.ts";
 import { parseChatRequest } from "./chat_request.ts";
 import { OpenAiError } from "./errors.ts";
 import { FALLBACK_TEMPERATURE, resolveSampling } from "./generation.ts";
@@ -40,6 +40,26 @@ Deno.test("chat request: enable_thinking defaults to x-include-thinking; the req
     on,
   );
   assertEquals(own.templateKwargs, { enable_thinking: false, x: 1 });
+});
+
+Deno.test("chat request: reasoning_effort turns thinking on or off as reasoning.effort does", () => {
+  const on = new Headers({ "x-include-thinking": "1" });
+  const thinking = (body: Record<string, unknown>, headers = none) =>
+    parseChatRequest({ ...base, ...body }, headers).templateKwargs.enable_thinking;
+  for (const effort of ["none", "minimal"]) {
+    assertEquals(thinking({ reasoning_effort: effort }, on), false, effort);
+  }
+  for (const effort of ["low", "medium", "high", "xhigh", "max"]) {
+    assertEquals(thinking({ reasoning_effort: effort }), true, effort);
+  }
+  assertEquals(thinking({ reasoning_effort: null }, on), true);
+  assertEquals(
+    thinking({ reasoning_effort: "high", chat_template_kwargs: { enable_thinking: false } }),
+    false,
+  );
+  const err = assertThrows(() => thinking({ reasoning_effort: "extreme" }), OpenAiError);
+  assertEquals([err.code, err.param], ["invalid_request_body", "reasoning_effort"]);
+  assert(err.message.includes('"minimal"'), err.message);
 });
 
 Deno.test("chat request: tool_choice none drops tools, a named one keeps only it", () => {

@@ -10,26 +10,28 @@ import {
   stopStrings,
 } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
+import { intAtLeast, intBetween } from "./limits.ts";
 import { parseRequest } from "./validate.ts";
 
 /** OpenAI's legacy completions default to 16 new tokens when max_tokens is absent. */
 export const DEFAULT_COMPLETION_TOKENS = 16;
 
-const TokenIds = z.array(z.int().min(0)).min(1, "must contain at least one token id");
+const AT_LEAST_ONE = "must contain at least one prompt or token id";
+const TokenIds = z.array(intAtLeast(0)).min(1, AT_LEAST_ONE);
 
 export const completionRequestSchema = z.object({
   ...commonFields,
   prompt: z.union([
     z.string(),
-    z.array(z.string()).min(1),
+    z.array(z.string()).min(1, AT_LEAST_ONE),
     TokenIds,
-    z.array(TokenIds).min(1),
+    z.array(TokenIds).min(1, AT_LEAST_ONE),
   ]),
-  max_tokens: z.int().min(1).nullish(),
-  logprobs: z.int().min(0).max(20).nullish(),
+  max_tokens: intAtLeast(1).nullish(),
+  logprobs: intBetween(0, 20).nullish(),
   echo: z.boolean().nullish(),
   suffix: z.string().nullish(),
-  best_of: z.int().min(1).nullish(),
+  best_of: intAtLeast(1).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
 });
 

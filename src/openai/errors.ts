@@ -1,10 +1,10 @@
 import { NeuronError } from "../common/errors.ts";
 
 /**
- * Why an OpenAI request was refused before any work started. `invalid_request_body` (422)
- * is a field of the wrong shape; `invalid_request` (400) is a well-formed request this node
- * cannot honour (n > 1, image parts to a text model, an unsupported option). `param` names
- * the offending field, as OpenAI's envelope does.
+ * Why an OpenAI request was refused before any work started, both 400:
+ * `invalid_request_body` is a field of the wrong shape or past a limit; `invalid_request` is
+ * a well-formed request this node cannot honour (n > 1, image parts to a text model, an
+ * unsupported option). `param` names the offending field, as OpenAI's envelope does.
  */
 export type OpenAiErrorCode = "invalid_request_body" | "invalid_request";
 

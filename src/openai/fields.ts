@@ -6,31 +6,35 @@
 import { z } from "zod";
 import { unsupported } from "./errors.ts";
 import type { RequestedSampling } from "./generation.ts";
+import { intAtLeast, nonEmpty, numberBetween, positiveAtMost } from "./limits.ts";
 
 /** OpenAI allows up to 4 stop strings; llama-server and vLLM more. */
 const MAX_STOPS = 16;
 
 /** Fields of chat completions and completions alike. */
 export const commonFields = {
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  top_k: z.int().min(-1).nullish(),
-  min_p: z.number().min(0).max(1).nullish(),
-  presence_penalty: z.number().min(-2).max(2).nullish(),
-  frequency_penalty: z.number().min(-2).max(2).nullish(),
-  repetition_penalty: z.number().gt(0).max(10).nullish(),
+  temperature: numberBetween(0, 2).nullish(),
+  top_p: positiveAtMost(1).nullish(),
+  top_k: intAtLeast(-1).nullish(),
+  min_p: numberBetween(0, 1).nullish(),
+  presence_penalty: numberBetween(-2, 2).nullish(),
+  frequency_penalty: numberBetween(-2, 2).nullish(),
+  repetition_penalty: positiveAtMost(10).nullish(),
   seed: z.int().nullish(),
   logit_bias: z.record(
     z.string().regex(/^\d+$/, "keys must be token ids"),
-    z.number().min(-100).max(100),
+    numberBetween(-100, 100),
   )
     .nullish(),
-  stop: z.union([z.string(), z.array(z.string()).max(MAX_STOPS)]).nullish(),
-  n: z.int().min(1).nullish(),
+  stop: z.union([
+    z.string(),
+    z.array(z.string()).max(MAX_STOPS, `at most ${MAX_STOPS} stop sequences`),
+  ]).nullish(),
+  n: intAtLeast(1).nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   user: z.string().nullish(),
-  model: z.string().min(1),
+  model: nonEmpty(),
 };
 
 type SamplingFields = {
@@ -88,14 +92,28 @@ export function includeThinking(headers: Headers): boolean {
 }
 
 /**
- * The template kwargs a request renders with: its own `chat_template_kwargs`, with
- * `enable_thinking` defaulting to the `x-include-thinking` header when it does not set it.
+ * OpenAI's reasoning efforts (chat's `reasoning_effort`, the Responses API's
+ * `reasoning.effort`). A Qwen3 model thinks or does not: "none" and "minimal" turn thinking
+ * off, every other effort turns it on.
+ */
+export const reasoningEffort = z.enum(["none", "minimal", "low", "medium", "high", "xhigh", "max"]);
+export type ReasoningEffort = z.infer<typeof reasoningEffort>;
+
+/**
+ * The template kwargs a request renders with: its own `chat_template_kwargs`; when they do
+ * not set `enable_thinking`, the reasoning effort decides, else the `x-include-thinking`
+ * header.
  */
 export function templateKwargs(
   kwargs: Record<string, unknown> | null | undefined,
+  effort: ReasoningEffort | null | undefined,
   headers: Headers,
 ): Record<string, unknown> {
   const out = { ...(kwargs ?? {}) };
-  if (out.enable_thinking === undefined) out.enable_thinking = includeThinking(headers);
+  if (out.enable_thinking === undefined) {
+    out.enable_thinking = effort != null
+      ? effort !== "none" && effort !== "minimal"
+      : includeThinking(headers);
+  }
   return out;
 }

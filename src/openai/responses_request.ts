@@ -8,8 +8,9 @@
 import { z } from "zod";
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
 import { unsupported } from "./errors.ts";
-import { includeThinking, maxNewTokens, requestedSampling } from "./fields.ts";
+import { maxNewTokens, reasoningEffort, requestedSampling, templateKwargs } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
+import { intAtLeast, nonEmpty, numberBetween, positiveAtMost } from "./limits.ts";
 import { issuePath, parseRequest } from "./validate.ts";
 
 const TextPart = z.object({
@@ -26,13 +27,13 @@ const MessageItem = z.object({
 });
 const FunctionCallItem = z.object({
   type: z.literal("function_call"),
-  call_id: z.string().min(1),
-  name: z.string().min(1),
+  call_id: nonEmpty(),
+  name: nonEmpty(),
   arguments: z.string(),
 });
 const FunctionOutputItem = z.object({
   type: z.literal("function_call_output"),
-  call_id: z.string().min(1),
+  call_id: nonEmpty(),
   output: z.string(),
 });
 /** Earlier reasoning sent back by a client; the chat template drops it from history anyway. */
@@ -41,7 +42,7 @@ const Item = z.union([MessageItem, FunctionCallItem, FunctionOutputItem, Reasoni
 
 const FunctionTool = z.object({
   type: z.literal("function"),
-  name: z.string().min(1),
+  name: nonEmpty(),
   description: z.string().nullish(),
   parameters: z.record(z.string(), z.unknown()).nullish(),
   strict: z.boolean().nullish(),
@@ -49,24 +50,24 @@ const FunctionTool = z.object({
 const AnyTool = z.looseObject({ type: z.string() });
 
 export const responsesRequestSchema = z.object({
-  model: z.string().min(1),
+  model: nonEmpty(),
   input: z.union([z.string(), z.array(Item).min(1, "must contain at least one item")]),
   instructions: z.string().nullish(),
-  max_output_tokens: z.int().min(1).nullish(),
-  temperature: z.number().min(0).max(2).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  top_k: z.int().min(-1).nullish(),
-  min_p: z.number().min(0).max(1).nullish(),
+  max_output_tokens: intAtLeast(1).nullish(),
+  temperature: numberBetween(0, 2).nullish(),
+  top_p: positiveAtMost(1).nullish(),
+  top_k: intAtLeast(-1).nullish(),
+  min_p: numberBetween(0, 1).nullish(),
   seed: z.int().nullish(),
   stream: z.boolean().nullish(),
   tools: z.array(AnyTool).nullish(),
   tool_choice: z.union([
     z.enum(["none", "auto", "required"]),
-    z.object({ type: z.literal("function"), name: z.string().min(1) }),
+    z.object({ type: z.literal("function"), name: nonEmpty() }),
   ]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   previous_response_id: z.string().nullish(),
-  reasoning: z.object({ effort: z.string().nullish() }).nullish(),
+  reasoning: z.object({ effort: reasoningEffort.nullish() }).nullish(),
   text: z.object({ format: z.object({ type: z.string() }).nullish() }).nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
   store: z.boolean().nullish(),
@@ -176,17 +177,6 @@ function toTools(body: Body): ChatTool[] {
   return named;
 }
 
-function thinking(body: Body, headers: Headers): Record<string, unknown> {
-  const kwargs = { ...(body.chat_template_kwargs ?? {}) };
-  if (kwargs.enable_thinking === undefined) {
-    const effort = body.reasoning?.effort;
-    kwargs.enable_thinking = effort != null
-      ? !["none", "minimal"].includes(effort)
-      : includeThinking(headers);
-  }
-  return kwargs;
-}
-
 export function parseResponsesRequest(json: unknown, headers: Headers): ResponsesRequest {
   const body = parseRequest(responsesRequestSchema, json);
   if (body.previous_response_id) {
@@ -203,7 +193,7 @@ export function parseResponsesRequest(json: unknown, headers: Headers): Response
     model: body.model,
     messages: toMessages(body),
     tools: toTools(body),
-    templateKwargs: thinking(body, headers),
+    templateKwargs: templateKwargs(body.chat_template_kwargs, body.reasoning?.effort, headers),
     maxTokens: maxNewTokens(body.max_output_tokens, null),
     sampling: requestedSampling(body),
     stream: body.stream ?? false,

@@ -99,8 +99,9 @@ class ResponseBuilder {
 
   /** Closes the last item; returns the final response object. */
   finish(reason: FinishReason, usage: UsageCounts): Record<string, unknown> {
-    this.#closeItem();
     const incomplete = reason === "length";
+    // OpenAI marks the message the token limit cut `incomplete`, as the response is.
+    this.#closeItem(incomplete ? "incomplete" : "completed");
     return this.snapshot(incomplete ? "incomplete" : "completed", {
       incomplete_details: incomplete ? { reason: "max_output_tokens" } : null,
       usage: responsesUsage(usage),
@@ -150,7 +151,7 @@ class ResponseBuilder {
     }
   }
 
-  #closeItem(): void {
+  #closeItem(status: "completed" | "incomplete" = "completed"): void {
     const open = this.#open;
     if (!open) return;
     this.#open = null;
@@ -161,7 +162,7 @@ class ResponseBuilder {
     } else {
       const part = { type: "output_text", text: open.text, annotations: [], logprobs: [] };
       open.item.content = [part];
-      open.item.status = "completed";
+      open.item.status = status;
       this.emit("response.output_text.done", { ...at, text: open.text, logprobs: [] });
       this.emit("response.content_part.done", { ...at, part });
     }

@@ -1,4 +1,5 @@
-import { assertEquals } from "../../tests/support/assert.ts";
+import { assertEquals, assertThrows } from "../../tests/support/assert.ts";
+import { OpenAiError } from "./errors.ts";
 import type { Generation, GenerationEvent } from "./generation.ts";
 import { parseResponsesRequest } from "./responses_request.ts";
 import { response, streamResponse } from "./responses_response.ts";
@@ -41,6 +42,23 @@ Deno.test("responses request: input items become chat messages; instructions are
   assertEquals(r.messages[3].tool_call_id, "c1");
   assertEquals(r.tools[0].function.name, "get");
   assertEquals([r.maxTokens, r.templateKwargs.enable_thinking], [9, true]);
+});
+
+Deno.test("responses request: reasoning.effort none/minimal turn thinking off, others on", () => {
+  const on = new Headers({ "x-include-thinking": "1" });
+  const thinking = (effort: string, headers = new Headers()) =>
+    parseResponsesRequest({ model: "m", input: "x", reasoning: { effort } }, headers)
+      .templateKwargs.enable_thinking;
+  assertEquals([thinking("none", on), thinking("minimal", on)], [false, false]);
+  assertEquals(["low", "medium", "high", "xhigh", "max"].map((e) => thinking(e)), [
+    true,
+    true,
+    true,
+    true,
+    true,
+  ]);
+  const err = assertThrows(() => thinking("extreme"), OpenAiError);
+  assertEquals([err.code, err.param], ["invalid_request_body", "reasoning.effort"]);
 });
 
 Deno.test("responses: output items, usage for clients and for the gateway's metering", async () => {
@@ -95,4 +113,24 @@ Deno.test("responses stream: events in order, numbered, ending with response.com
   assertEquals(frames.every((f) => f.data.type === f.event), true);
   assertEquals(frames[10].data.text, "Hello");
   assertEquals(frames.at(-1)!.data.response.usage.output_tokens, 5);
+});
+
+Deno.test("responses: a message cut by the token limit is incomplete, in the body and the stream", async () => {
+  const cut: GenerationEvent[] = [
+    { type: "delta", content: "Hel", tokens: [] },
+    { type: "done", finishReason: "length", usage },
+  ];
+  const echo = parseResponsesRequest({ model: "m", input: "x" }, new Headers()).echo;
+  const body = await response(gen(cut), { model: "m", echo });
+  assertEquals(body.status, "incomplete");
+  assertEquals((body.output as Record<string, unknown>[])[0].status, "incomplete");
+
+  const text = await streamResponse(gen(cut), { model: "m", echo }).text();
+  const frames = text.split("\n\n").filter(Boolean).map((f) =>
+    JSON.parse(f.split("\n")[1].slice("data: ".length))
+  );
+  const itemDone = frames.find((f) => f.type === "response.output_item.done");
+  assertEquals(itemDone.item.status, "incomplete");
+  const last = frames.at(-1);
+  assertEquals([last.type, last.response.output[0].status], ["response.incomplete", "incomplete"]);
 });

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { log } from "../common/log.ts";
 import { passThrough } from "../harness/mod.ts";
 import { bearerAuth } from "./auth.ts";
+import { cors } from "./cors.ts";
 import type { App, ServerDeps, ServerEnv } from "./context.ts";
 import { controlRoutes } from "./control_routes.ts";
 import { controlErrorResponse, isOpenAiPath, openaiErrorResponse, ServerError } from "./errors.ts";
@@ -14,10 +15,10 @@ export function createApp(deps: ServerDeps): App {
   const app = new Hono<ServerEnv>();
   const reqLog = log.child({ component: "http" });
 
-  app.onError((err, c) => {
-    if (err instanceof ServerError && err.code === "unauthorized") return openaiErrorResponse(err);
-    return isOpenAiPath(c.req.path) ? openaiErrorResponse(err) : controlErrorResponse(err);
-  });
+  // One rule for every error, 401 included: the gateway decodes control-plane bodies flat.
+  app.onError((err, c) =>
+    isOpenAiPath(c.req.path) ? openaiErrorResponse(err) : controlErrorResponse(err)
+  );
   app.notFound((c) => {
     const err = new ServerError("not_found", `no route for ${c.req.method} ${c.req.path}`);
     return isOpenAiPath(c.req.path) ? openaiErrorResponse(err) : controlErrorResponse(err);
@@ -53,6 +54,7 @@ export function createApp(deps: ServerDeps): App {
     }
   });
 
+  if (deps.config.http.cors_origins.length > 0) app.use("*", cors(deps.config.http.cors_origins));
   if (deps.config.api_key !== undefined) app.use("*", bearerAuth(deps.config.api_key));
 
   const routes = new Routes(app);

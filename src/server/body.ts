@@ -5,7 +5,8 @@ import { ServerError } from "./errors.ts";
 /**
  * Reading request bodies defensively: the content type is checked before anything is read,
  * the size is capped while reading (a lying or absent Content-Length cannot get past it),
- * and the checks run in the order clients expect: 415, 413, 400, 422.
+ * and the checks run in the order clients expect: 415, 413, 400 (malformed JSON), then the
+ * shape (422 on the control plane, 400 on /v1).
  */
 
 export function requireJsonContentType(req: Request): void {
@@ -57,7 +58,7 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
   }
 }
 
-/** 422 naming the first offending field. */
+/** `invalid_request_body` naming the first offending field. */
 export function validateBody<T>(schema: z.ZodType<T>, value: unknown): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;

@@ -3,8 +3,8 @@ import { log } from "../common/log.ts";
 
 /**
  * Every error an HTTP client can see, and its status, in one place. Control-plane routes
- * answer a flat `{"error", "code"}` (what the gateway decodes); `/v1/*` and authentication
- * failures answer OpenAI's envelope `{"error": {"message", "type", "code", "param"}}`.
+ * answer a flat `{"error", "code"}` (what the gateway decodes); `/v1/*` answers OpenAI's
+ * envelope `{"error": {"message", "type", "code", "param"}}`.
  */
 
 export type ServerErrorCode =
@@ -37,12 +37,17 @@ export class ServerError extends NeuronError {
 const STATUS: Record<string, number> = {
   // request problems
   malformed_json: 400,
+  // 400 on /v1 (OPENAI_STATUS); the control plane keeps 422.
   invalid_request_body: 422,
   unsupported_media_type: 415,
   payload_too_large: 413,
   unauthorized: 401,
   not_found: 404,
   method_not_allowed: 405,
+  // a request body that broke off or was malformed (src/http)
+  malformed_request: 400,
+  client_closed: 400,
+  request_timeout: 408,
   // model management
   unknown_harness: 400,
   engine_unavailable: 400,
@@ -89,6 +94,12 @@ const STATUS: Record<string, number> = {
   engine_crashed: 500,
 };
 
+/**
+ * Where `/v1/*` answers differently: OpenAI and vLLM answer 400 to a body of the wrong
+ * shape, and the `openai` SDKs raise BadRequestError only for 400.
+ */
+const OPENAI_STATUS: Record<string, number> = { invalid_request_body: 400 };
+
 /** Seconds to suggest in Retry-After for retryable statuses without their own hint. */
 const DEFAULT_RETRY_AFTER = 5;
 
@@ -100,9 +111,9 @@ interface Mapped {
   headers: Record<string, string>;
 }
 
-function map(err: unknown): Mapped {
+function map(err: unknown, overrides: Record<string, number> = {}): Mapped {
   if (err instanceof NeuronError && Object.hasOwn(STATUS, err.code)) {
-    const status = STATUS[err.code];
+    const status = Object.hasOwn(overrides, err.code) ? overrides[err.code] : STATUS[err.code];
     const headers: Record<string, string> = err instanceof ServerError ? { ...err.headers } : {};
     // HarnessError, AdmissionError and others carry their own hint and offending field.
     const { retryAfter, param } = err as { retryAfter?: unknown; param?: unknown };
@@ -151,7 +162,7 @@ function openaiType(status: number): string {
 
 /** The OpenAI form: `{"error": {"message", "type", "code", "param"}}`. */
 export function openaiErrorResponse(err: unknown): Response {
-  const m = map(err);
+  const m = map(err, OPENAI_STATUS);
   return json(
     { error: { message: m.message, type: openaiType(m.status), code: m.code, param: m.param } },
     m.status,

@@ -6,9 +6,10 @@ import { controlErrorResponse, openaiErrorResponse, ServerError } from "./errors
 captureLogs(() => {});
 
 Deno.test("error mapping: statuses per code, both body forms", async () => {
-  const cases: [Error, number][] = [
+  // [error, control-plane status, /v1 status when it differs]
+  const cases: [Error, number, number?][] = [
     [new ServerError("malformed_json", "x"), 400],
-    [new ServerError("invalid_request_body", "x", { param: "model" }), 422],
+    [new ServerError("invalid_request_body", "x", { param: "model" }), 422, 400],
     [new ServerError("unsupported_media_type", "x"), 415],
     [new ServerError("payload_too_large", "x"), 413],
     [new HarnessError("unknown_harness", "x"), 400],
@@ -19,12 +20,12 @@ Deno.test("error mapping: statuses per code, both body forms", async () => {
     [new HarnessError("upstream_error", "x"), 502],
     [new HarnessError("harness_unavailable", "x"), 503],
   ];
-  for (const [err, status] of cases) {
+  for (const [err, status, v1Status = status] of cases) {
     const flat = controlErrorResponse(err);
     assertEquals(flat.status, status);
     assertEquals(await flat.json(), { error: "x", code: (err as ServerError).code });
     const env = openaiErrorResponse(err);
-    assertEquals(env.status, status);
+    assertEquals(env.status, v1Status);
     const body = await env.json();
     assertEquals(body.error.code, (err as ServerError).code);
     assertEquals(body.error.type, status >= 500 ? "server_error" : "invalid_request_error");

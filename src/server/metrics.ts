@@ -57,6 +57,12 @@ export class HttpMetrics {
   readonly #requests = new Map<string, { labels: Labels; value: number }>();
   readonly #durations = new Map<string, Histogram>();
   #inFlight = 0;
+  #connections: (() => { open: number; max: number }) | null = null;
+
+  /** Where the open connections and their cap are read from (the listener, once bound). */
+  countConnections(source: () => { open: number; max: number }): void {
+    this.#connections = source;
+  }
 
   begin(): void {
     this.#inFlight++;
@@ -104,5 +110,13 @@ export class HttpMetrics {
 
     out.family("neuron_http_requests_in_flight", "gauge", "HTTP requests not yet finished.");
     out.sample("neuron_http_requests_in_flight", {}, this.#inFlight);
+
+    if (this.#connections) {
+      const { open, max } = this.#connections();
+      out.family("neuron_http_connections", "gauge", "Open client connections.")
+        .sample("neuron_http_connections", {}, open);
+      out.family("neuron_http_connections_max", "gauge", "The cap on open client connections.")
+        .sample("neuron_http_connections_max", {}, max);
+    }
   }
 }

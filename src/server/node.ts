@@ -2,6 +2,7 @@ import { DeviceProbe } from "../backend/probe/mod.ts";
 import type { Config } from "../config/mod.ts";
 import { errorMessage } from "../common/errors.ts";
 import { log } from "../common/log.ts";
+import { connectionCap, HttpServer, openFileLimit } from "../http/mod.ts";
 import { HarnessRegistry } from "../harness/mod.ts";
 import { Activation } from "./activation.ts";
 import { createApp } from "./app.ts";
@@ -24,6 +25,32 @@ export interface NeuronNode {
   shutdown(): Promise<void>;
 }
 
+/**
+ * `[http] max_connections`, never above what the open-file limit leaves room for: past it
+ * accepting would fail with EMFILE and starve model loading of descriptors as well.
+ */
+function maxConnections(config: Config): number {
+  const limit = openFileLimit();
+  const cap = connectionCap(limit);
+  const asked = config.http.max_connections;
+  if (asked === undefined) return cap;
+  if (asked > cap) {
+    log.warn("max_connections above what the open-file limit allows", {
+      max_connections: asked,
+      open_file_limit: limit,
+      using: cap,
+    });
+    return cap;
+  }
+  return asked;
+}
+
+/** Addresses only this machine can reach. */
+function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  return bare === "localhost" || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare);
+}
+
 /** Binds the listener, then starts harnesses and default-model loading in the background. */
 export function startNode(config: Config): NeuronNode {
   const startedAt = Date.now();
@@ -38,27 +65,33 @@ export function startNode(config: Config): NeuronNode {
   const activation = new Activation(config.default_models);
   const cancelAll = new AbortController();
   const lifecycle: Lifecycle = { shuttingDown: false, cancelAll: cancelAll.signal };
+  const metrics = new HttpMetrics();
   const app = createApp({
     config,
     registry,
     probe,
     activation,
-    metrics: new HttpMetrics(),
+    metrics,
     lifecycle,
     startedAt,
     selfUrl,
   });
 
-  const server = Deno.serve({
+  const connections = maxConnections(config);
+  const server = new HttpServer({
     hostname: config.host,
     port: config.port,
-    onListen: () => {},
+    headerTimeoutMs: config.http.header_timeout_secs * 1000,
+    idleTimeoutMs: config.http.idle_timeout_secs * 1000,
+    maxConnections: connections,
+    handler: (req) => app.fetch(req),
     onError: (err) => {
       log.error("request failed", { error: errorMessage(err) });
       return controlErrorResponse(err);
     },
-  }, app.fetch);
+  });
   port = server.addr.port;
+  metrics.countConnections(() => ({ open: server.connections, max: connections }));
   const connectHost = ["0.0.0.0", "::", "[::]"].includes(config.host) ? "127.0.0.1" : config.host;
   const url = `http://${connectHost.includes(":") ? `[${connectHost}]` : connectHost}:${port}`;
   log.info("listening", {
@@ -66,7 +99,16 @@ export function startNode(config: Config): NeuronNode {
     port,
     devices: discovery.devices.length,
     harnesses: registry.names(),
+    max_connections: connections,
   });
+
+  if (config.api_key === undefined && !isLoopback(config.host)) {
+    log.warn("listening beyond loopback without api_key", {
+      host: config.host,
+      port,
+      hint: "anyone who can reach this port may load models and run inference; set api_key",
+    });
+  }
 
   registry.start();
   const stopActivation = new AbortController();
@@ -78,7 +120,7 @@ export function startNode(config: Config): NeuronNode {
       lifecycle.shuttingDown = true;
       stopActivation.abort();
       log.info("shutting down", { grace_secs: config.shutdown_grace_secs });
-      const drained = server.shutdown();
+      const drained = server.drain();
       let timer: ReturnType<typeof setTimeout> | undefined;
       const deadline = new Promise<"deadline">((resolve) => {
         timer = setTimeout(() => resolve("deadline"), config.shutdown_grace_secs * 1000);
@@ -86,6 +128,7 @@ export function startNode(config: Config): NeuronNode {
       if (await Promise.race([drained.then(() => "drained" as const), deadline]) === "deadline") {
         log.warn("grace period over: cancelling in-flight requests");
         cancelAll.abort(new Error("the node is shutting down"));
+        server.closeAll();
         await drained;
       }
       clearTimeout(timer);

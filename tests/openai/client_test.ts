@@ -115,6 +115,50 @@ Deno.test("openai client: chat, streaming with usage, tools, responses, errors",
   });
 });
 
+Deno.test("openai client: bodies of the wrong shape raise BadRequestError naming field and limit", async () => {
+  await withNode(nativeNode(), async (node) => {
+    const model = await loadFixture(node, "qwen3-tiny-q8_0.gguf");
+    const client = new OpenAI({ apiKey: "unused", baseURL: `${node.url}/v1`, maxRetries: 0 });
+    const messages = [{ role: "user" as const, content: "x" }];
+    const cases: [string, () => Promise<unknown>, string, string][] = [
+      [
+        "17 stop sequences",
+        () =>
+          client.chat.completions.create({
+            model,
+            messages,
+            stop: Array.from({ length: 17 }, (_, i) => `s${i}`),
+          }),
+        "stop",
+        "at most 16 stop sequences",
+      ],
+      [
+        "temperature 3",
+        () => client.chat.completions.create({ model, messages, temperature: 3 }),
+        "temperature",
+        "between 0 and 2",
+      ],
+      [
+        "max_tokens 0",
+        () => client.completions.create({ model, prompt: "a", max_tokens: 0 }),
+        "max_tokens",
+        "at least 1",
+      ],
+      [
+        "no messages",
+        () => client.chat.completions.create({ model, messages: [] }),
+        "messages",
+        "at least one message",
+      ],
+    ];
+    for (const [what, call, param, limit] of cases) {
+      const err = await assertRejects(call, OpenAI.BadRequestError);
+      assertEquals([err.status, err.code, err.param], [400, "invalid_request_body", param], what);
+      assert(err.message.includes(limit), `${what}: ${err.message}`);
+    }
+  });
+});
+
 /** A generation that replays fixed events: reasoning, content, then two tool calls. */
 function scripted(): Generation {
   const events: GenerationEvent[] = [

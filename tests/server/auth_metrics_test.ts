@@ -16,7 +16,7 @@ Deno.test("auth off: every route answers without a key", async () => {
   });
 });
 
-Deno.test("auth on: 401 OpenAI envelope without the right key, /health stays open", async () => {
+Deno.test("auth on: 401 without the right key (flat on the control plane, OpenAI's envelope on /v1), /health stays open", async () => {
   await withNode({ api_key: "s3cret" }, async (node) => {
     const health = await node.get("/health");
     assertEquals(health.status, 200);
@@ -34,10 +34,18 @@ Deno.test("auth on: 401 OpenAI envelope without the right key, /health stays ope
       for (const auth of [undefined, "Bearer wrong", "Bearer s3cret-and-more", "Basic czNjcmV0"]) {
         const res = await node.get(path, { headers: auth ? { authorization: auth } : {} });
         assertEquals(res.status, 401, `${path} with ${auth}`);
-        const err = (await jsonOf(res) as Json).error as Json;
-        assertEquals(err.code, "unauthorized");
-        assertEquals(err.type, "authentication_error");
-        assertEquals(err.param, null);
+        assertEquals(res.headers.get("www-authenticate"), 'Bearer realm="neuron"');
+        const body = await jsonOf(res) as Json;
+        if (path.startsWith("/v1/")) {
+          const err = body.error as Json;
+          assertEquals(err.code, "unauthorized");
+          assertEquals(err.type, "authentication_error");
+          assertEquals(err.param, null);
+        } else {
+          // WIRE.md: the gateway decodes control-plane errors as {"error": "<message>", "code"}.
+          assertEquals(typeof body.error, "string", `${path}: ${JSON.stringify(body)}`);
+          assertEquals(body.code, "unauthorized");
+        }
       }
       const ok = await node.get(path, { headers: { authorization: "Bearer s3cret" } });
       assert(ok.status !== 401, `${path} with the key`);
@@ -45,7 +53,10 @@ Deno.test("auth on: 401 OpenAI envelope without the right key, /health stays ope
     }
     const load = await node.post("/models/load", { model_id: "a/b", harness: "native" });
     assertEquals(load.status, 401);
-    await load.body?.cancel();
+    assertEquals((await jsonOf(load) as Json).code, "unauthorized");
+    const chat = await node.post("/v1/chat/completions", { model: "m", messages: [] });
+    assertEquals(chat.status, 401);
+    assertEquals(((await jsonOf(chat) as Json).error as Json).type, "authentication_error");
   });
 });
 
@@ -101,8 +112,10 @@ Deno.test("/metrics parses as Prometheus text and counts what happened", async (
     );
     assertEquals(healthCount?.value, 3);
 
-    // The scrape itself is in flight while it renders.
+    // The scrape itself is in flight while it renders, on one of the open connections.
     assertEquals(families.get("neuron_http_requests_in_flight")!.samples[0].value, 1);
+    assert(families.get("neuron_http_connections")!.samples[0].value >= 1);
+    assert(families.get("neuron_http_connections_max")!.samples[0].value >= 16);
     const rss = families.get("neuron_process_resident_memory_bytes")!.samples[0].value;
     assert(rss > 1e6, `rss ${rss}`);
     for (
@@ -144,4 +157,22 @@ Deno.test("/metrics reports per-model gauges for a proxied model", async () => {
   } finally {
     await up.stop();
   }
+});
+
+Deno.test("listening beyond loopback without api_key: one warning at start", async () => {
+  const warnings = async (raw: Record<string, unknown>) => {
+    let logs: string[] = [];
+    await withNode(raw, (node) => {
+      logs = [...node.logs];
+      return Promise.resolve();
+    });
+    return logs.map((l) => JSON.parse(l)).filter((r) =>
+      r.level === "warn" && /api_key/.test(r.msg)
+    );
+  };
+  const found = await warnings({ host: "0.0.0.0" });
+  assertEquals(found.length, 1, JSON.stringify(found));
+  assertEquals(found[0].host, "0.0.0.0");
+  assertEquals(await warnings({ host: "0.0.0.0", api_key: "s3cret" }), []);
+  for (const host of ["127.0.0.1", "localhost"]) assertEquals(await warnings({ host }), [], host);
 });

@@ -278,7 +278,7 @@ Deno.test("/v1/*: OpenAI envelope for routing and body errors", async () => {
       node.post("/v1/chat/completions", body, init);
     await check(await chat({ model: "nope", messages: [] }), 404, "model_not_found");
     await check(await chat("{"), 400, "malformed_json");
-    await check(await chat({ messages: [] }), 422, "invalid_request_body", "model");
+    await check(await chat({ messages: [] }), 400, "invalid_request_body", "model");
     await check(
       await chat("x", { headers: { "content-type": "text/plain" } }),
       415,

@@ -114,3 +114,65 @@ Deno.test("shutdown grace over: a long stream is cancelled, upstream told, exit 
     await Deno.remove(file);
   }
 });
+
+Deno.test("two SIGINTs back to back (deno task's echo of Ctrl-C) drain once and exit 0", async () => {
+  const up = await startUpstream({ models: ["m"] });
+  const file = await configFile(up.url, 30);
+  const node = await startNeuron(["--config", file]);
+  try {
+    await waitForModel(node, "m");
+    const res = await stream(node, 15, 40, "chatcmpl-echo");
+    const body = readAll(res);
+    await new Promise((r) => setTimeout(r, 100));
+    node.kill("SIGINT");
+    node.kill("SIGINT");
+    const text = await body;
+    assert(text.endsWith("data: [DONE]\n\n"), "the stream ran to its end");
+    assertEquals(await node.exited, 0);
+    const logs = node.stderr.map((l) => JSON.parse(l).msg);
+    assert(logs.includes("shutting down") && logs.includes("stopped"), logs.join(","));
+    assert(!logs.includes("second signal: exiting without waiting"), logs.join(","));
+  } finally {
+    try {
+      node.kill("SIGKILL");
+    } catch {
+      // exited
+    }
+    await node.exited;
+    await up.stop();
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("a deliberate second Ctrl-C while draining exits at once", async () => {
+  const up = await startUpstream({ models: ["m"] });
+  const file = await configFile(up.url, 30);
+  const node = await startNeuron(["--config", file]);
+  try {
+    await waitForModel(node, "m");
+    const res = await stream(node, 500, 50, "chatcmpl-impatient");
+    const body = readAll(res);
+    await new Promise((r) => setTimeout(r, 100));
+    node.kill("SIGINT");
+    const logged = (msg: string) => node.stderr.some((l) => JSON.parse(l).msg === msg);
+    for (let i = 0; i < 200 && !logged("shutting down"); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert(logged("shutting down"), "the first Ctrl-C started the drain");
+    // Well past the window in which a repeat counts as the same Ctrl-C.
+    await new Promise((r) => setTimeout(r, 1500));
+    node.kill("SIGINT");
+    assertEquals(await node.exited, 1);
+    assert(logged("second signal: exiting without waiting"), node.stderr.join("\n"));
+    assert(!(await body).includes("[DONE]"), "the stream was cut");
+  } finally {
+    try {
+      node.kill("SIGKILL");
+    } catch {
+      // exited
+    }
+    await node.exited;
+    await up.stop();
+    await Deno.remove(file);
+  }
+});

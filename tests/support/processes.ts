@@ -116,13 +116,22 @@ export interface NeuronProcess {
   kill(signal?: Deno.Signal): void;
 }
 
-/** Runs `neuron` (main.ts) with `args`; resolves once it logged `listening`. */
+/**
+ * Runs `neuron` (main.ts) with `args`; resolves once it logged `listening`. `fdLimit` runs
+ * it under `ulimit -n` (through bash, which then execs deno).
+ */
 export async function startNeuron(
   args: string[],
   env: Record<string, string> = {},
+  opts: { fdLimit?: number } = {},
 ): Promise<NeuronProcess> {
-  const child = new Deno.Command(DENO, {
-    args: ["run", "-A", "--unstable-no-legacy-abort", `${ROOT}main.ts`, ...args],
+  const deno = ["run", "-A", "--unstable-no-legacy-abort", `${ROOT}main.ts`, ...args];
+  const command = opts.fdLimit === undefined ? { cmd: DENO, args: deno } : {
+    cmd: "bash",
+    args: ["-c", `ulimit -n ${opts.fdLimit} && exec "$@"`, "bash", DENO, ...deno],
+  };
+  const child = new Deno.Command(command.cmd, {
+    args: command.args,
     env: { NO_COLOR: "1", ...env },
     stdout: "null",
     stderr: "piped",
