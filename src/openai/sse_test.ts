@@ -15,8 +15,9 @@ Deno.test("sse: LF-only data frames, [DONE], keep-alive comments only while idle
   const text = await body;
   // How many keep-alives fit in the idle time depends on the timers of a busy machine;
   // that they come only while idle, between frames and LF-only, does not.
-  const match = /^data: \{"a":"x\\ny"\}\n\n((?::\n\n)+)event: response\.created\ndata: \{"b":1\}\n\ndata: \[DONE\]\n\n$/
-    .exec(text);
+  const match =
+    /^data: \{"a":"x\\ny"\}\n\n((?::\n\n)+)event: response\.created\ndata: \{"b":1\}\n\ndata: \[DONE\]\n\n$/
+      .exec(text);
   assertEquals(match !== null, true, JSON.stringify(text));
   assertEquals(sse.open, false);
 });
