@@ -10,6 +10,9 @@ import type { Lifecycle } from "./context.ts";
 import { controlErrorResponse } from "./errors.ts";
 import { HttpMetrics } from "./metrics.ts";
 
+/** How long cancelled requests get to end their responses at shutdown before the cut. */
+const CANCELLED_STREAMS_END_MS = 2000;
+
 /** A running node. */
 export interface NeuronNode {
   /** The bound port (differs from the config when it asked for 0). */
@@ -128,7 +131,15 @@ export function startNode(config: Config): NeuronNode {
       if (await Promise.race([drained.then(() => "drained" as const), deadline]) === "deadline") {
         log.warn("grace period over: cancelling in-flight requests");
         cancelAll.abort(new Error("the node is shutting down"));
-        server.closeAll();
+        // Cancelled streams still write their finish, usage and [DONE] (the gateway meters
+        // from them): a moment for that, then whatever is left is cut.
+        const ended = await Promise.race([
+          drained.then(() => true),
+          new Promise<false>((resolve) => {
+            timer = setTimeout(() => resolve(false), CANCELLED_STREAMS_END_MS);
+          }),
+        ]);
+        if (!ended) server.closeAll();
         await drained;
       }
       clearTimeout(timer);
