@@ -177,6 +177,15 @@ Deno.test("bad requests: status, envelope and field for each; the node keeps ser
         "outside the vocabulary",
       ],
       [
+        "logit_bias on a token outside the vocabulary",
+        "chat/completions",
+        { model, messages: msgs, logit_bias: { "151936": 5 } },
+        400,
+        "invalid_request_body",
+        "logit_bias.151936",
+        "outside this model's vocabulary",
+      ],
+      [
         "several prompts",
         "completions",
         { model, prompt: ["a", "b"] },
