@@ -3,7 +3,12 @@
  * requests finish within shutdown_grace_secs, cancels what is left, exits 0.
  */
 import { assert, assertEquals } from "../support/assert.ts";
-import { type NeuronProcess, startNeuron, startUpstream } from "../support/processes.ts";
+import {
+  type NeuronProcess,
+  startNeuron,
+  startUpstream,
+  type Upstream,
+} from "../support/processes.ts";
 
 async function configFile(endpoint: string, grace: number): Promise<string> {
   const file = await Deno.makeTempFile({ suffix: ".toml" });
@@ -47,13 +52,35 @@ async function readAll(res: Response): Promise<string> {
   return text;
 }
 
+/**
+ * A child node fronting a fake upstream with one model `m`, shut down after `grace`
+ * seconds of draining; everything is reaped whatever `fn` does.
+ */
+async function withChild(
+  grace: number,
+  fn: (node: NeuronProcess, up: Upstream) => Promise<void>,
+): Promise<void> {
+  const up = await startUpstream({ models: ["m"] });
+  const file = await configFile(up.url, grace);
+  const node = await startNeuron(["--config", file]);
+  try {
+    await waitForModel(node, "m");
+    await fn(node, up);
+  } finally {
+    try {
+      node.kill("SIGKILL");
+    } catch {
+      // exited
+    }
+    await node.exited;
+    await up.stop();
+    await Deno.remove(file);
+  }
+}
+
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   Deno.test(`${signal}: an in-flight stream finishes, new requests are refused, exit 0`, async () => {
-    const up = await startUpstream({ models: ["m"] });
-    const file = await configFile(up.url, 30);
-    const node = await startNeuron(["--config", file]);
-    try {
-      await waitForModel(node, "m");
+    await withChild(30, async (node) => {
       const res = await stream(node, 15, 40, "chatcmpl-drain");
       const body = readAll(res);
       await new Promise((r) => setTimeout(r, 100));
@@ -67,25 +94,12 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
       assertEquals(after, "refused");
       const logs = node.stderr.map((l) => JSON.parse(l).msg);
       assert(logs.includes("shutting down") && logs.includes("stopped"), logs.join(","));
-    } finally {
-      try {
-        node.kill("SIGKILL");
-      } catch {
-        // exited
-      }
-      await node.exited;
-      await up.stop();
-      await Deno.remove(file);
-    }
+    });
   });
 }
 
 Deno.test("shutdown grace over: a long stream is cancelled, upstream told, exit 0", async () => {
-  const up = await startUpstream({ models: ["m"] });
-  const file = await configFile(up.url, 0.5);
-  const node = await startNeuron(["--config", file]);
-  try {
-    await waitForModel(node, "m");
+  await withChild(0.5, async (node, up) => {
     const res = await stream(node, 500, 50, "chatcmpl-long");
     const body = readAll(res);
     await new Promise((r) => setTimeout(r, 150));
@@ -103,24 +117,11 @@ Deno.test("shutdown grace over: a long stream is cancelled, upstream told, exit 
     assert((await up.events()).some((e) => e.startsWith("disconnect chatcmpl-long")));
     const logs = node.stderr.map((l) => JSON.parse(l).msg);
     assert(logs.includes("grace period over: cancelling in-flight requests"), logs.join(","));
-  } finally {
-    try {
-      node.kill("SIGKILL");
-    } catch {
-      // exited
-    }
-    await node.exited;
-    await up.stop();
-    await Deno.remove(file);
-  }
+  });
 });
 
 Deno.test("two SIGINTs back to back (deno task's echo of Ctrl-C) drain once and exit 0", async () => {
-  const up = await startUpstream({ models: ["m"] });
-  const file = await configFile(up.url, 30);
-  const node = await startNeuron(["--config", file]);
-  try {
-    await waitForModel(node, "m");
+  await withChild(30, async (node) => {
     const res = await stream(node, 15, 40, "chatcmpl-echo");
     const body = readAll(res);
     await new Promise((r) => setTimeout(r, 100));
@@ -132,24 +133,11 @@ Deno.test("two SIGINTs back to back (deno task's echo of Ctrl-C) drain once and 
     const logs = node.stderr.map((l) => JSON.parse(l).msg);
     assert(logs.includes("shutting down") && logs.includes("stopped"), logs.join(","));
     assert(!logs.includes("second signal: exiting without waiting"), logs.join(","));
-  } finally {
-    try {
-      node.kill("SIGKILL");
-    } catch {
-      // exited
-    }
-    await node.exited;
-    await up.stop();
-    await Deno.remove(file);
-  }
+  });
 });
 
 Deno.test("a deliberate second Ctrl-C while draining exits at once", async () => {
-  const up = await startUpstream({ models: ["m"] });
-  const file = await configFile(up.url, 30);
-  const node = await startNeuron(["--config", file]);
-  try {
-    await waitForModel(node, "m");
+  await withChild(30, async (node) => {
     const res = await stream(node, 500, 50, "chatcmpl-impatient");
     const body = readAll(res);
     await new Promise((r) => setTimeout(r, 100));
@@ -165,14 +153,5 @@ Deno.test("a deliberate second Ctrl-C while draining exits at once", async () =>
     assertEquals(await node.exited, 1);
     assert(logged("second signal: exiting without waiting"), node.stderr.join("\n"));
     assert(!(await body).includes("[DONE]"), "the stream was cut");
-  } finally {
-    try {
-      node.kill("SIGKILL");
-    } catch {
-      // exited
-    }
-    await node.exited;
-    await up.stop();
-    await Deno.remove(file);
-  }
+  });
 });
