@@ -17,12 +17,14 @@ const HEADER_LIST = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*,\s*[!#$%&'*+.^_`|~0-9A-Za-
 const PREFLIGHT_MAX_AGE_SECS = "600";
 
 export function cors(origins: readonly string[]): MiddlewareHandler<ServerEnv> {
-  const any = origins.includes("*");
+  const anyOrigin = origins.includes("*");
   const listed = new Set(origins.map((o) => o.toLowerCase()));
   return async (c, next) => {
     const origin = c.req.header("origin");
-    if (origin === undefined || !(any || listed.has(origin.toLowerCase()))) return await next();
-    const allow: Record<string, string> = any
+    if (origin === undefined || !(anyOrigin || listed.has(origin.toLowerCase()))) {
+      return await next();
+    }
+    const allow: Record<string, string> = anyOrigin
       ? { "access-control-allow-origin": "*" }
       : { "access-control-allow-origin": origin, vary: "Origin" };
 
@@ -36,7 +38,9 @@ export function cors(origins: readonly string[]): MiddlewareHandler<ServerEnv> {
           "access-control-allow-methods": METHODS,
           "access-control-allow-headers": HEADER_LIST.test(asked) ? asked : DEFAULT_HEADERS,
           "access-control-max-age": PREFLIGHT_MAX_AGE_SECS,
-          vary: any ? "Access-Control-Request-Headers" : "Origin, Access-Control-Request-Headers",
+          vary: anyOrigin
+            ? "Access-Control-Request-Headers"
+            : "Origin, Access-Control-Request-Headers",
         },
       });
     }
@@ -46,7 +50,7 @@ export function cors(origins: readonly string[]): MiddlewareHandler<ServerEnv> {
     const headers = new Headers(c.res.headers);
     headers.set("access-control-allow-origin", allow["access-control-allow-origin"]);
     headers.set("access-control-expose-headers", "retry-after, www-authenticate");
-    if (!any) headers.append("vary", "Origin");
+    if (!anyOrigin) headers.append("vary", "Origin");
     c.res = new Response(c.res.body, {
       status: c.res.status,
       statusText: c.res.statusText,
