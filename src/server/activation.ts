@@ -76,6 +76,15 @@ export class Activation {
     };
   }
 
+  /** Whether `name` (a model id or served name) is a default model still to be loaded. */
+  waitingFor(name: string): boolean {
+    const r = this.#report;
+    return this.#specs.some((s) =>
+      (s.model_id === name || s.served_name === name) &&
+      (s.model_id === r.in_progress || r.pending.includes(s.model_id))
+    );
+  }
+
   report(): ActivationReport {
     const r = this.#report;
     return {

@@ -65,7 +65,7 @@ async function dispatch(
   const { model } = validateBody(routingSchema, json);
   const harness = deps.registry.find(model);
   if (!harness) {
-    if (deps.registry.loading(model)) {
+    if (deps.registry.loading(model) || deps.activation.waitingFor(model)) {
       throw new HarnessError("model_loading", `The model '${model}' is still loading`, {
         retryAfter: MODEL_LOADING_RETRY_SECS,
       });

@@ -141,6 +141,13 @@ Deno.test("activation: a default model waits for the hub to come up, with retrie
       const first = (await jsonOf(await node.get("/health")) as Json).activation as Json;
       assertEquals([first.state, first.in_progress], ["pre_warming", MODEL]);
       assertEquals((first.progress as Json).stage, "waiting to retry");
+      // Between attempts the model is still coming: retry later, not "does not exist".
+      const early = await node.post("/v1/chat/completions", {
+        model: MODEL,
+        messages: [{ role: "user", content: "Hello!" }],
+      });
+      const body = await jsonOf(early) as { error: Json };
+      assertEquals([early.status, body.error.code], [503, "model_loading"]);
       hub = startFakeHub([REPO], port);
       await node.activated;
       const a = (await jsonOf(await node.get("/health")) as Json).activation as Json;
