@@ -112,7 +112,7 @@ class ResponseBuilder {
    * The response of a generation the node cut short, with the usage so far: `failed` with
    * the error, or `incomplete` (reason: why the node stopped it) when it was cancelled.
    */
-  cutShort(
+  stopped(
     reason: FinishReason,
     usage: UsageCounts,
     fault: { code: string; message: string },
@@ -216,7 +216,7 @@ export function streamResponse(gen: Generation, opts: ResponsesRenderOptions): R
         } else if (cutShort(e.finishReason)) {
           const fault = e.fault ??
             { code: "request_cancelled", message: "the generation was stopped" };
-          const cut = b.cutShort(e.finishReason, e.usage, fault);
+          const cut = b.stopped(e.finishReason, e.usage, fault);
           emit("error", { ...fault, param: null });
           emit(cut.status === "failed" ? "response.failed" : "response.incomplete", {
             response: cut,

@@ -9,6 +9,23 @@ const MODEL = fixture("qwen3-tiny-q8_0.gguf");
 const PROMPT = modelGolden("qwen3-tiny-q8_0").prompts.find((p) => p.name === "text_fox")!;
 const STEPS = 4;
 
+/** `neuron generate` on the fixture prompt, greedy past end-of-generation, and `extra`. */
+function generateArgs(steps: number, ...extra: string[]): string[] {
+  return [
+    "generate",
+    "-m",
+    MODEL,
+    "--device",
+    "cpu",
+    "--tokens",
+    PROMPT.tokens.join(","),
+    "-n",
+    String(steps),
+    "--ignore-eos",
+    ...extra,
+  ];
+}
+
 /** Runs neuron with stdout and stderr on one pipe, in the order they were written. */
 async function terminalOutput(args: string[]): Promise<{ code: number; output: string }> {
   const out = await new Deno.Command("sh", {
@@ -40,20 +57,7 @@ function decode(ids: number[]): string {
 }
 
 Deno.test("generate --top-logits: the whole text first, then each step's logits, then speeds", async () => {
-  const { code, output } = await terminalOutput([
-    "generate",
-    "-m",
-    MODEL,
-    "--device",
-    "cpu",
-    "--tokens",
-    PROMPT.tokens.join(","),
-    "-n",
-    String(STEPS),
-    "--ignore-eos",
-    "--top-logits",
-    "3",
-  ]);
+  const { code, output } = await terminalOutput(generateArgs(STEPS, "--top-logits", "3"));
   assertEquals(code, 0, output);
   const greedy = PROMPT.greedy.slice(0, STEPS).map((s) => s.id);
   const text = decode(greedy);
@@ -83,19 +87,7 @@ Deno.test("generate --json keeps its one JSON line on stdout; the speeds go to s
       "-A",
       "--unstable-no-legacy-abort",
       `${ROOT}main.ts`,
-      "generate",
-      "-m",
-      MODEL,
-      "--device",
-      "cpu",
-      "--tokens",
-      PROMPT.tokens.join(","),
-      "-n",
-      "2",
-      "--ignore-eos",
-      "--top-logits",
-      "2",
-      "--json",
+      ...generateArgs(2, "--top-logits", "2", "--json"),
     ],
     env: { NO_COLOR: "1" },
     stdin: "null",

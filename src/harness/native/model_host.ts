@@ -29,7 +29,7 @@ const REQUEST_CODES: ReadonlySet<string> = new Set([
  * request's fault (e.g. context_length_exceeded); other codes become invalid_request.
  */
 export class ModelRequestError extends NeuronError {
-  constructor(readonly reportedCode: string, message: string) {
+  constructor(reportedCode: string, message: string) {
     super(REQUEST_CODES.has(reportedCode) ? reportedCode : "invalid_request", message);
   }
 }
