@@ -26,7 +26,10 @@ function generateArgs(steps: number, ...extra: string[]): string[] {
   ];
 }
 
-/** Runs neuron with stdout and stderr on one pipe, in the order they were written. */
+/**
+ * Runs neuron with stdout and stderr on one pipe, in the order they were written. Structured
+ * log lines are dropped: what they say depends on the machine (huge pages, say), not on generate.
+ */
 async function terminalOutput(args: string[]): Promise<{ code: number; output: string }> {
   const out = await new Deno.Command("sh", {
     args: [
@@ -44,7 +47,9 @@ async function terminalOutput(args: string[]): Promise<{ code: number; output: s
     stdin: "null",
     stdout: "piped",
   }).output();
-  return { code: out.code, output: new TextDecoder().decode(out.stdout) };
+  const lines = new TextDecoder().decode(out.stdout).split("\n");
+  const output = lines.filter((line) => !line.startsWith('{"ts":')).join("\n");
+  return { code: out.code, output };
 }
 
 function decode(ids: number[]): string {
