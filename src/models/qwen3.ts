@@ -18,6 +18,7 @@ import type {
   Backend,
   KvCache,
   KvShape,
+  RopeSpec,
   Step,
   Weight,
 } from "../backend/backend.ts";
@@ -213,6 +214,7 @@ export class Qwen3Model implements Model {
       ws.gate,
       ws.up,
     ].map(rows);
+    const rope: RopeSpec = { style: "neox", base: hp.ropeBase, freqScale: 1, freqFactors: null };
     const shape: AttentionShape = {
       nHeads,
       nKvHeads,
@@ -226,8 +228,8 @@ export class Qwen3Model implements Model {
       be.matmulMany([q, k, v], [l.wq, l.wk, l.wv], xn);
       be.rmsNorm(q, q, l.qNorm, hp.headDim, hp.rmsEps);
       be.rmsNorm(k, k, l.kNorm, hp.headDim, hp.rmsEps);
-      be.ropeNeox(q, layout, nHeads, hp.headDim, hp.ropeBase);
-      be.ropeNeox(k, layout, nKvHeads, hp.headDim, hp.ropeBase);
+      be.rope(q, layout, nHeads, hp.headDim, rope);
+      be.rope(k, layout, nKvHeads, hp.headDim, rope);
       be.storeKv(cache, layer, k, v, layout);
       be.attention(attn, q, cache, layer, layout, shape);
       be.matmul(proj, l.wo, attn);
