@@ -59,6 +59,7 @@ const STATUS: Record<string, number> = {
   model_loading: 503,
   model_file_not_found: 404,
   model_file_invalid: 400,
+  unsupported_architecture: 400,
   cuda_unavailable: 503,
   model_load_failed: 500,
   upstream_error: 502,
