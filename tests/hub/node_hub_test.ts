@@ -148,7 +148,7 @@ Deno.test("activation: a default model waits for the hub to come up, with retrie
       });
       const body = await jsonOf(early) as { error: Json };
       assertEquals([early.status, body.error.code], [503, "model_loading"]);
-      hub = startFakeHub([REPO], port);
+      hub = startFakeHub([REPO], { port });
       await node.activated;
       const a = (await jsonOf(await node.get("/health")) as Json).activation as Json;
       assertEquals([a.state, a.completed, a.failed, a.progress], ["ready", [MODEL], [], null]);
