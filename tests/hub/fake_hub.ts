@@ -49,7 +49,7 @@ export type Refusal = "private" | "gated" | "gone" | "rate_limited" | "unavailab
 
 export interface FakeHubOptions {
   port?: number;
-  /** Lifetime of the signed download URLs (the real hub's are an hour). */
+  /** Lifetime of the signed download URLs (the real hub's: an hour; negative: expired). */
   expirySecs?: number;
   /** The Xet bridge refuses unranged GETs of objects larger than this. */
   xetUnrangedLimit?: number;
