@@ -6,7 +6,7 @@
  * and no error carries a URL's signature.
  */
 import { captureLogs, setLogLevel } from "../../src/common/log.ts";
-import { fetchModelFile, HubError } from "../../src/hub/mod.ts";
+import { fetchModelFile, type HubError } from "../../src/hub/mod.ts";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { type HubRepo, sha256 } from "./fake_hub.ts";
 import { hubError, noise, withHub } from "./support.ts";
