@@ -11,13 +11,7 @@
  */
 
 import type { ChatTool } from "./messages.ts";
-import {
-  isJsonObject,
-  jsonEnd,
-  JsonExtent,
-  jsonValueEnd,
-  tryParseJson,
-} from "./json_extent.ts";
+import { isJsonObject, jsonEnd, JsonExtent, jsonValueEnd, tryParseJson } from "./json_extent.ts";
 import { endOfText, partialTagLength } from "./tags.ts";
 import { CallContent, type OutputEvent, type ToolCallScanner } from "./tool_call_scanner.ts";
 import type { ParsedToolCall } from "./tool_calls.ts";
@@ -50,8 +44,9 @@ export class Llama3Calls implements ToolCallScanner {
         case "start": {
           const trimmed = buf.trimStart();
           if (trimmed === "" && !final) return;
-          if (trimmed.startsWith("{")) this.#openJson(buf.slice(0, buf.length - trimmed.length), trimmed);
-          else this.#state = "content";
+          if (trimmed.startsWith("{")) {
+            this.#openJson(buf.slice(0, buf.length - trimmed.length), trimmed);
+          } else this.#state = "content";
           continue;
         }
         case "json": {

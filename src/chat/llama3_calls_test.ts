@@ -45,7 +45,11 @@ const CASES: Case[] = [
   {
     name: "text after a call is content",
     output: '{"name": "now", "parameters": {}}\n\nChecking the clock.',
-    expected: { reasoning: "", content: "Checking the clock.", toolCalls: [{ name: "now", arguments: "{}" }] },
+    expected: {
+      reasoning: "",
+      content: "Checking the clock.",
+      toolCalls: [{ name: "now", arguments: "{}" }],
+    },
   },
   {
     name: "braces and quotes inside argument strings",
@@ -80,7 +84,11 @@ const CASES: Case[] = [
   {
     name: "a second object that is not a call is content",
     output: '{"name": "now", "parameters": {}} {"note": 1}',
-    expected: { reasoning: "", content: '{"note": 1}', toolCalls: [{ name: "now", arguments: "{}" }] },
+    expected: {
+      reasoning: "",
+      content: '{"note": 1}',
+      toolCalls: [{ name: "now", arguments: "{}" }],
+    },
   },
   {
     name: "python_tag then a built-in tool call",
@@ -90,7 +98,10 @@ const CASES: Case[] = [
   {
     name: "a built-in call with several arguments",
     output: '<|python_tag|>wolfram_alpha.call(query="2+2", digits=3, exact=true)',
-    expected: calls({ name: "wolfram_alpha", arguments: '{"query":"2+2","digits":3,"exact":true}' }),
+    expected: calls({
+      name: "wolfram_alpha",
+      arguments: '{"query":"2+2","digits":3,"exact":true}',
+    }),
   },
   {
     name: "python_tag then JSON calls",
@@ -113,7 +124,7 @@ const CASES: Case[] = [
   },
   {
     name: "a malformed built-in call is content",
-    output: '<|python_tag|>brave_search.call(query=)',
+    output: "<|python_tag|>brave_search.call(query=)",
     expected: content("<|python_tag|>brave_search.call(query=)"),
   },
   {

@@ -32,12 +32,14 @@ const CASES: { name: string; output: string; expected: ParsedOutput }[] = [
   },
   {
     name: "an id of the wrong form is dropped",
-    output: '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_1"}]',
+    output:
+      '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_1"}]',
     expected: calls(WEATHER),
   },
   {
     name: "text before the marker is content",
-    output: 'Let me check.\n\n[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}}]\n',
+    output:
+      'Let me check.\n\n[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}}]\n',
     expected: { reasoning: "", content: "Let me check.", toolCalls: [WEATHER] },
   },
   {

@@ -1,16 +1,19 @@
 /**
  * Renders a model's chat template (GGUF `tokenizer.chat_template`) with
  * @huggingface/jinja, passing what llama-server passes: messages and tools in its
- * normalized form, `add_generation_prompt`, `bos_token`/`eos_token`, and the request's
- * chat_template_kwargs (e.g. `enable_thinking`) as top-level variables.
+ * normalized form, `add_generation_prompt`, `bos_token`/`eos_token`, the date and
+ * functions of template_globals.ts, and the request's chat_template_kwargs (e.g.
+ * `enable_thinking`) as top-level variables. Where the tokenizer adds BOS (or EOS) itself,
+ * the one the template renders first (last) is dropped, as llama.cpp drops it.
  */
 
 import { Template } from "@huggingface/jinja";
 import { errorMessage } from "../common/errors.ts";
 import type { GgufFile } from "../gguf/mod.ts";
-import { optionalNumber, optionalString, optionalStringArray } from "../gguf/mod.ts";
+import { optionalBool, optionalNumber, optionalString, optionalStringArray } from "../gguf/mod.ts";
 import { ChatError } from "./errors.ts";
 import { DEFAULT_RENDER_BUDGET, type RenderBudget, withinBudget } from "./render_budget.ts";
+import { GLOBAL_NAMES, renderWithGlobals, TemplateRaised } from "./template_globals.ts";
 import {
   type ChatMessage,
   type ChatTool,
@@ -38,7 +41,14 @@ export interface RenderOptions {
 export interface SpecialTokenTexts {
   bosToken?: string;
   eosToken?: string;
+  /** The tokenizer adds BOS to every prompt: a leading `bosToken` is dropped. */
+  addBos?: boolean;
+  /** The tokenizer adds EOS to every prompt: a trailing `eosToken` is dropped. */
+  addEos?: boolean;
 }
+
+/** Whether the tokenizer adds BOS and EOS itself. */
+export type AddedSpecials = Pick<SpecialTokenTexts, "addBos" | "addEos">;
 
 // Reserved names a request's kwargs may not replace.
 const RESERVED = new Set([
@@ -47,7 +57,6 @@ const RESERVED = new Set([
   "add_generation_prompt",
   "bos_token",
   "eos_token",
-  "range",
 ]);
 
 const ARGUMENT_NEEDLE = "argument_needle";
@@ -75,11 +84,11 @@ export class ChatTemplate {
   /** Renders a conversation to the exact prompt text. */
   render(messages: ChatMessage[], options: RenderOptions = {}): string {
     for (const key of Object.keys(options.kwargs ?? {})) {
-      if (RESERVED.has(key)) {
+      if (RESERVED.has(key) || GLOBAL_NAMES.has(key)) {
         throw new ChatError("invalid_request", `chat_template_kwargs may not set '${key}'`);
       }
     }
-    return withinBudget(options.budget ?? DEFAULT_RENDER_BUDGET, () => {
+    return this.#withoutAddedSpecials(withinBudget(options.budget ?? DEFAULT_RENDER_BUDGET, () => {
       let normalized = messages.map(toTemplateMessage);
       if (normalized.some((m) => m.tool_calls) && this.#requiresObjectArguments()) {
         normalized = normalized.map(withObjectArguments);
@@ -102,7 +111,15 @@ export class ChatTemplate {
         );
       }
       return text.slice(0, at + last.content.length);
-    });
+    }));
+  }
+
+  #withoutAddedSpecials(text: string): string {
+    const { bosToken, eosToken, addBos, addEos } = this.#special;
+    let out = text;
+    if (addBos && bosToken && out.startsWith(bosToken)) out = out.slice(bosToken.length);
+    if (addEos && eosToken && out.endsWith(eosToken)) out = out.slice(0, -eosToken.length);
+    return out;
   }
 
   #render(
@@ -120,9 +137,16 @@ export class ChatTemplate {
     };
     if (tools.length > 0) context.tools = tools;
     try {
-      return this.#template.render(context);
+      return renderWithGlobals(this.#template, context);
     } catch (err) {
       if (err instanceof ChatError) throw err;
+      if (err instanceof TemplateRaised) {
+        throw new ChatError(
+          "template_render_failed",
+          `the model's chat template refused these messages: ${err.message}`,
+          { cause: err },
+        );
+      }
       throw new ChatError(
         "template_render_failed",
         `chat template failed to render: ${errorMessage(err)}`,
@@ -145,7 +169,12 @@ export class ChatTemplate {
         {
           role: "assistant",
           content: "",
-          tool_calls: [{ type: "function", function: { name: "ipython", arguments: value } }],
+          // Mistral's templates take a call back only with an id of 9 characters.
+          tool_calls: [{
+            type: "function",
+            function: { name: "ipython", arguments: value },
+            id: "call00001",
+          }],
         },
       ];
       try {
@@ -182,8 +211,12 @@ function withObjectArguments(message: TemplateMessage): TemplateMessage {
   };
 }
 
-/** The chat template of a GGUF file, with its BOS/EOS token texts. */
-export function chatTemplateFromGguf(file: GgufFile): ChatTemplate {
+/**
+ * The chat template of a GGUF file, with its BOS/EOS token texts. Whether the tokenizer
+ * adds BOS/EOS is the file's `add_bos_token`/`add_eos_token` unless `added` says (the
+ * tokenizer knows the defaults of a file that does not).
+ */
+export function chatTemplateFromGguf(file: GgufFile, added: AddedSpecials = {}): ChatTemplate {
   const source = optionalString(file, "tokenizer.chat_template");
   if (source === undefined) {
     throw new ChatError(
@@ -199,5 +232,7 @@ export function chatTemplateFromGguf(file: GgufFile): ChatTemplate {
   return new ChatTemplate(source, {
     bosToken: text("tokenizer.ggml.bos_token_id"),
     eosToken: text("tokenizer.ggml.eos_token_id"),
+    addBos: added.addBos ?? optionalBool(file, "tokenizer.ggml.add_bos_token") ?? false,
+    addEos: added.addEos ?? optionalBool(file, "tokenizer.ggml.add_eos_token") ?? false,
   });
 }
