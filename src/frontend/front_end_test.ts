@@ -4,7 +4,7 @@
  * request runs from messages to tool-call events as it would with that model's file.
  */
 
-import { assert, assertEquals, assertThrows } from "../../tests/support/assert.ts";
+import { assert, assertEquals } from "../../tests/support/assert.ts";
 import { fixture } from "../../tests/fixtures.ts";
 import { type Family, realTemplateOf } from "../../tests/chat/templates/mod.ts";
 import { writeVariant } from "../../tests/support/gguf_variant.ts";
