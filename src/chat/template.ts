@@ -13,7 +13,12 @@ import type { GgufFile } from "../gguf/mod.ts";
 import { optionalBool, optionalNumber, optionalString, optionalStringArray } from "../gguf/mod.ts";
 import { ChatError } from "./errors.ts";
 import { DEFAULT_RENDER_BUDGET, type RenderBudget, withinBudget } from "./render_budget.ts";
-import { GLOBAL_NAMES, renderWithGlobals, TemplateRaised } from "./template_globals.ts";
+import {
+  dateVariables,
+  GLOBAL_NAMES,
+  renderWithGlobals,
+  TemplateRaised,
+} from "./template_globals.ts";
 import {
   type ChatMessage,
   type ChatTool,
@@ -36,6 +41,8 @@ export interface RenderOptions {
   addGenerationPrompt?: boolean;
   /** Extra template variables (chat_template_kwargs), e.g. `{ enable_thinking: false }`. */
   kwargs?: Record<string, unknown>;
+  /** The time the template sees as now (default: the render's); llama.cpp's `now`. */
+  now?: Date;
 }
 
 export interface SpecialTokenTexts {
@@ -61,6 +68,14 @@ const RESERVED = new Set([
 
 const ARGUMENT_NEEDLE = "argument_needle";
 
+function checkKwargs(kwargs: Record<string, unknown> = {}): void {
+  for (const key of Object.keys(kwargs)) {
+    if (RESERVED.has(key) || GLOBAL_NAMES.has(key)) {
+      throw new ChatError("invalid_request", `chat_template_kwargs may not set '${key}'`);
+    }
+  }
+}
+
 export class ChatTemplate {
   readonly source: string;
   readonly #template: Template;
@@ -83,26 +98,20 @@ export class ChatTemplate {
 
   /** Renders a conversation to the exact prompt text. */
   render(messages: ChatMessage[], options: RenderOptions = {}): string {
-    for (const key of Object.keys(options.kwargs ?? {})) {
-      if (RESERVED.has(key) || GLOBAL_NAMES.has(key)) {
-        throw new ChatError("invalid_request", `chat_template_kwargs may not set '${key}'`);
-      }
-    }
+    checkKwargs(options.kwargs);
     return this.#withoutAddedSpecials(withinBudget(options.budget ?? DEFAULT_RENDER_BUDGET, () => {
-      let normalized = messages.map(toTemplateMessage);
-      if (normalized.some((m) => m.tool_calls) && this.#requiresObjectArguments()) {
-        normalized = normalized.map(withObjectArguments);
-      }
-      const tools = options.tools?.map(toTemplateTool) ?? [];
+      const normalized = this.#normalized(messages);
       const last = normalized.at(-1);
       const continueFinal = options.continueFinal ??
         (last?.role === "assistant" && last.content !== "" && !last.tool_calls);
       if (!continueFinal || last === undefined) {
-        return this.#render(normalized, tools, options.addGenerationPrompt ?? true, options.kwargs);
+        return this.#render(this.#variables(normalized, options));
       }
       // Rendered as a finished turn, then cut right after its text: what follows it is the
       // end-of-turn markup that would close it.
-      const text = this.#render(normalized, tools, false, options.kwargs);
+      const text = this.#render(
+        this.#variables(normalized, { ...options, addGenerationPrompt: false }),
+      );
       const at = last.content === "" ? -1 : text.lastIndexOf(last.content);
       if (at < 0) {
         throw new ChatError(
@@ -114,6 +123,41 @@ export class ChatTemplate {
     }));
   }
 
+  /**
+   * The variables a render of this conversation gives the template (messages and tools
+   * normalized, the dates, kwargs), for checking the render against another Jinja engine.
+   * `continueFinal` and the dropping of added BOS/EOS are render()'s, not the template's.
+   */
+  variables(messages: ChatMessage[], options: RenderOptions = {}): Record<string, unknown> {
+    checkKwargs(options.kwargs);
+    return withinBudget(
+      options.budget ?? DEFAULT_RENDER_BUDGET,
+      () => this.#variables(this.#normalized(messages), options),
+    );
+  }
+
+  #normalized(messages: ChatMessage[]): TemplateMessage[] {
+    const normalized = messages.map(toTemplateMessage);
+    return normalized.some((m) => m.tool_calls) && this.#requiresObjectArguments()
+      ? normalized.map(withObjectArguments)
+      : normalized;
+  }
+
+  #variables(messages: TemplateMessage[], options: RenderOptions): Record<string, unknown> {
+    const variables: Record<string, unknown> = {
+      ...dateVariables(options.now ?? new Date()),
+      ...options.kwargs,
+      messages,
+      add_generation_prompt: options.addGenerationPrompt ?? true,
+      bos_token: this.#special.bosToken ?? "",
+      eos_token: this.#special.eosToken ?? "",
+    };
+    if (options.tools !== undefined && options.tools.length > 0) {
+      variables.tools = options.tools.map(toTemplateTool);
+    }
+    return variables;
+  }
+
   #withoutAddedSpecials(text: string): string {
     const { bosToken, eosToken, addBos, addEos } = this.#special;
     let out = text;
@@ -122,22 +166,9 @@ export class ChatTemplate {
     return out;
   }
 
-  #render(
-    messages: TemplateMessage[],
-    tools: unknown[],
-    addGenerationPrompt: boolean,
-    kwargs: Record<string, unknown> = {},
-  ): string {
-    const context: Record<string, unknown> = {
-      ...kwargs,
-      messages,
-      add_generation_prompt: addGenerationPrompt,
-      bos_token: this.#special.bosToken ?? "",
-      eos_token: this.#special.eosToken ?? "",
-    };
-    if (tools.length > 0) context.tools = tools;
+  #render(variables: Record<string, unknown>): string {
     try {
-      return renderWithGlobals(this.#template, context);
+      return renderWithGlobals(this.#template, variables);
     } catch (err) {
       if (err instanceof ChatError) throw err;
       if (err instanceof TemplateRaised) {
@@ -178,7 +209,7 @@ export class ChatTemplate {
         },
       ];
       try {
-        const out = this.#render(messages, [], false);
+        const out = this.#render(this.#variables(messages, { addGenerationPrompt: false }));
         return out.includes(`"${ARGUMENT_NEEDLE}":`) || out.includes(`'${ARGUMENT_NEEDLE}':`);
       } catch (err) {
         if (err instanceof ChatError && err.code === "chat_template_failed") throw err;

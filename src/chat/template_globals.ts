@@ -24,24 +24,23 @@ export const GLOBAL_NAMES: ReadonlySet<string> = new Set([
   "raise_exception",
 ]);
 
-function globals(now: Date): Record<string, unknown> {
-  return {
-    ...CONSTANTS,
-    range: boundedRange,
-    strftime_now: (format: unknown): string => strftime(new Date(), String(format)),
-    raise_exception: (message: unknown): never => {
-      throw new TemplateRaised(String(message));
-    },
-    date_string: strftime(now, "%d %b %Y"),
-    datetime: strftime(now, "%b %d %Y"),
-  };
+const GLOBALS: Record<string, unknown> = {
+  ...CONSTANTS,
+  range: boundedRange,
+  strftime_now: (format: unknown): string => strftime(new Date(), String(format)),
+  raise_exception: (message: unknown): never => {
+    throw new TemplateRaised(String(message));
+  },
+};
+
+/** The dates llama.cpp gives every template; a request's kwargs may replace them. */
+export function dateVariables(now: Date): Record<string, string> {
+  return { date_string: strftime(now, "%d %b %Y"), datetime: strftime(now, "%b %d %Y") };
 }
 
-/** Renders `template` with the globals, then `variables` (which may replace the dates). */
+/** Renders `template` with the globals and `variables`, which may not redefine them. */
 export function renderWithGlobals(template: Template, variables: Record<string, unknown>): string {
   const env = new Environment();
-  for (const [name, value] of Object.entries({ ...globals(new Date()), ...variables })) {
-    env.set(name, value);
-  }
+  for (const [name, value] of Object.entries({ ...GLOBALS, ...variables })) env.set(name, value);
   return String(new Interpreter(env).run(template.parsed).value);
 }

@@ -220,6 +220,8 @@ Deno.test("templates see today's date_string and a C-locale strftime_now, as lla
     t.render(messages, { kwargs: { date_string: "26 Jul 2024" } }).split("|")[0],
     "26 Jul 2024",
   );
+  const then = t.render(messages, { now: new Date(2024, 6, 26) });
+  assertEquals(then.split("|")[0], "26 Jul 2024");
   for (const name of ["raise_exception", "strftime_now", "range", "none"]) {
     const err = assertThrows(() => t.render(messages, { kwargs: { [name]: 1 } }), ChatError);
     assertEquals(err.code, "invalid_request", name);
