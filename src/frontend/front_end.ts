@@ -64,9 +64,9 @@ export class FrontEnd {
     this.hasToolCalls = this.format.toolCalls !== "none";
     this.#turnOpening = turnOpening(tokenizer, template);
     this.#preserved = new Set(
-      this.format.preservedTokens.map((t) => tokenizer.tokenId(t)).filter((id) =>
-        id !== undefined && tokenizer.isControl(id)
-      ) as number[],
+      this.format.preservedTokens.map((t) => tokenizer.tokenId(t)).filter((
+        id,
+      ): id is number => id !== undefined && tokenizer.isControl(id)),
     );
   }
 
