@@ -157,3 +157,16 @@ Deno.test("Gemma's role rule (no tool turns) is a template_render_failed that sa
     );
   });
 });
+
+Deno.test("Qwen2.5: Hermes calls as Qwen3's, but <think> is content (its template has none)", async () => {
+  await withFamily("qwen2.5", null, async (frontEnd) => {
+    assertEquals([frontEnd.hasToolCalls, frontEnd.hasReasoning], [true, false]);
+    const output = '<think>x</think>\n<tool_call>\n{"name": "get_weather", "arguments": ' +
+      '{"city": "Paris"}}\n</tool_call>';
+    const events = await generate(frontEnd, ASK, TOOLS, output, false);
+    assertEquals(calls(events), [
+      { type: "tool_call", name: "get_weather", arguments: '{"city":"Paris"}' },
+    ]);
+    assertEquals([text(events), finish(events)], ["<think>x</think>", "tool_calls"]);
+  });
+});
