@@ -47,7 +47,18 @@ export const CPU_SYMBOLS = {
     result: "i32",
   },
   nk_rope: {
-    parameters: ["pointer", "pointer", "i64", "i64", "i64", "pointer", "f32", "f32", "pointer", "i32"],
+    parameters: [
+      "pointer",
+      "pointer",
+      "i64",
+      "i64",
+      "i64",
+      "pointer",
+      "f32",
+      "f32",
+      "pointer",
+      "i32",
+    ],
     result: "i32",
   },
   nk_kv_store: {

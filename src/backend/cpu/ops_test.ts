@@ -209,7 +209,9 @@ Deno.test("silu_mul, gelu_mul, add, add_bias and scale match the f64 reference o
       pool.scale(out, g, 8, n);
       assertEquals(out, Float32Array.from(g, (v) => v * 8), `${what} scale n=${n}`);
     }
-    assertThrows(() => pool.addBias(new Float32Array(10), new Float32Array(10), new Float32Array(3), 10, 3));
+    assertThrows(() =>
+      pool.addBias(new Float32Array(10), new Float32Array(10), new Float32Array(3), 10, 3)
+    );
     assertThrows(() => pool.scale(new Float32Array(4), new Float32Array(4), NaN, 4));
   });
 });
