@@ -69,7 +69,8 @@ EXPORT_KERNEL(kv_store_f16)
 
 /*
  * grid (heads, rows, splits), 128 threads. The positions a row sees are cut into `splits`
- * equal shares; each warp walks every 4th position of its block's share; a lane holds head_dim / 32 elements (head_dim a multiple of 32, at most 256).
+ * equal shares; each warp walks every 4th position of its block's share; a lane holds
+ * head_dim / 32 elements (head_dim a multiple of 32, at most 256).
  * Output per (row, head, split) s: ml[2s] = max score, ml[2s+1] = sum of exp(score - max),
  * acc[s * head_dim ...] = sum of exp(score - max) * V.
  */
