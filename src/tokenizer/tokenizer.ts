@@ -9,7 +9,7 @@ import type { GgufFile } from "../gguf/mod.ts";
 import { BpeEncoder } from "./bpe_encoder.ts";
 import { TokenizerError } from "./errors.ts";
 import { cleanSpaces, renderPiece } from "./pieces.ts";
-import { partitionSpecial } from "./special.ts";
+import { SpecialSplitter } from "./special.ts";
 import { mergeSpm, type SpmTable } from "./spm.ts";
 import { ATTR_CONTROL, ATTR_UNKNOWN, readVocab, type Vocab } from "./vocab.ts";
 
@@ -38,6 +38,7 @@ export class Tokenizer {
   readonly #vocab: Vocab;
   readonly #bpe: BpeEncoder | undefined;
   readonly #spm: SpmTable | undefined;
+  readonly #specials: SpecialSplitter;
   readonly #pieces: (Uint8Array | undefined)[];
   #maxTokenBytes: number | undefined;
 
@@ -49,6 +50,7 @@ export class Tokenizer {
     } else {
       this.#spm = { idOf: vocab.idOf, scores: model.scores, byteIds: model.byteIds };
     }
+    this.#specials = new SpecialSplitter(vocab);
     this.#pieces = new Array(vocab.texts.length);
   }
 
@@ -115,7 +117,7 @@ export class Tokenizer {
     // llama.cpp sees UTF-8, where a lone surrogate can only have become U+FFFD.
     const fragments = text.length === 0
       ? []
-      : partitionSpecial(text.toWellFormed(), vocab, options.parseSpecial ?? false);
+      : this.#specials.split(text.toWellFormed(), options.parseSpecial ?? false);
     let afterSpecial = true;
     for (const fragment of fragments) {
       if (typeof fragment === "number") {
