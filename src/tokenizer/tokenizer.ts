@@ -103,8 +103,9 @@ export class Tokenizer {
 
   /**
    * `encode`, a bounded amount of work at a time: it pauses (yields) after each `window`
-   * code units (BPE) or merge steps (SPM), so a long prompt can be tokenized between other
-   * work. The ids are the same as encode's, whatever `window` is.
+   * code units (BPE) or merge steps (SPM) and after each piece between special tokens, so a
+   * long prompt can be tokenized between other work. The ids are the same as encode's,
+   * whatever `window` is.
    */
   *encodeInSlices(
     text: string,
@@ -127,6 +128,7 @@ export class Tokenizer {
         const spaced = vocab.addSpacePrefix && afterSpecial ? " " + fragment : fragment;
         yield* mergeSpm(this.#spm, spaced.replaceAll(" ", SPM_SPACE), out, window);
         afterSpecial = false;
+        yield;
       } else {
         yield* this.#bpe!.encode(fragment, out, window);
       }

@@ -135,3 +135,20 @@ Deno.test("spm: scores that are not float32 are refused", () => {
   const err = assertThrows(() => spm({ "tokenizer.ggml.scores": scores }), TokenizerError);
   assertEquals(err.code, "tokenizer_bad_vocab");
 });
+
+Deno.test("spm: encodeInSlices pauses and still gives encode's ids", () => {
+  const tok = spm();
+  const text = "hello world<u>hé wor ld\n🙂 hello".repeat(20);
+  const whole = tok.encode(text, { parseSpecial: true, addSpecial: true });
+  for (const window of [1, 3, 50]) {
+    const slices = tok.encodeInSlices(text, { parseSpecial: true, addSpecial: true }, window);
+    let pauses = 0;
+    let r = slices.next();
+    while (!r.done) {
+      pauses++;
+      r = slices.next();
+    }
+    assertEquals(r.value, whole, `window ${window}`);
+    assertEquals(pauses > 0, true, `window ${window} paused`);
+  }
+});
