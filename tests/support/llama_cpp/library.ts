@@ -1,0 +1,104 @@
+/**
+ * llama.cpp loaded once per process: the libraries opened, the chosen CPU backend
+ * registered, the build checked, and llama.cpp's log routed here. Its informational lines
+ * are dropped (a model load prints hundreds); warnings and errors are kept, so that a
+ * failure can say what llama.cpp said.
+ */
+
+import { LlamaRefError } from "./errors.ts";
+import { GGML_BASE_SYMBOLS, GGML_SYMBOLS, SYMBOLS } from "./abi.ts";
+import { cpuVariant, GGML_COMMIT, llamaBinaries } from "./package.ts";
+
+export type LlamaSymbols = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+
+export interface LlamaLibrary {
+  symbols: LlamaSymbols;
+  /** The CPU backend in use, e.g. "zen4". */
+  cpuVariant: string;
+  /** llama.cpp's warnings and errors since the last call, then forgotten. */
+  takeLog(): string;
+}
+
+const GGML_LOG_LEVEL_WARN = 3;
+const GGML_LOG_LEVEL_CONT = 5;
+const KEPT_LINES = 40;
+
+/** A NUL-terminated UTF-8 copy of `s`, for `const char *` parameters. */
+export function cString(s: string): Uint8Array<ArrayBuffer> {
+  const bytes = new TextEncoder().encode(s);
+  // Over its own ArrayBuffer: small typed arrays may live on the moving heap otherwise.
+  const out = new Uint8Array(new ArrayBuffer(bytes.length + 1));
+  out.set(bytes);
+  return out;
+}
+
+const LOG_CALLBACK = { parameters: ["i32", "pointer", "pointer"], result: "void" } as const;
+
+function logSink(): { callback: Deno.UnsafeCallback<typeof LOG_CALLBACK>; take(): string } {
+  let kept: string[] = [];
+  let keeping = false;
+  const callback = new Deno.UnsafeCallback(
+    LOG_CALLBACK,
+    (level, text) => {
+      // CONT continues the previous line at the previous line's level.
+      if (level !== GGML_LOG_LEVEL_CONT) keeping = level >= GGML_LOG_LEVEL_WARN;
+      if (!keeping || text === null) return;
+      kept.push(Deno.UnsafePointerView.getCString(text));
+      if (kept.length > KEPT_LINES) kept = kept.slice(-KEPT_LINES);
+    },
+  );
+  return {
+    callback,
+    take: () => {
+      const out = kept.join("").trim();
+      kept = [];
+      return out;
+    },
+  };
+}
+
+async function load(): Promise<LlamaLibrary> {
+  const bins = await llamaBinaries();
+  const variant = cpuVariant(bins);
+  let base, ggml, llama;
+  try {
+    base = Deno.dlopen(bins.ggmlBase, GGML_BASE_SYMBOLS);
+    ggml = Deno.dlopen(bins.ggml, GGML_SYMBOLS);
+    llama = Deno.dlopen(bins.llama, SYMBOLS);
+  } catch (err) {
+    throw new LlamaRefError(
+      "llama_ref_unavailable",
+      `cannot open llama.cpp from ${bins.dir}: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+  const commitPtr = base.symbols.ggml_commit();
+  const commit = commitPtr === null ? "" : Deno.UnsafePointerView.getCString(commitPtr);
+  if (commit !== GGML_COMMIT) {
+    throw new LlamaRefError(
+      "llama_ref_version",
+      `libggml is commit ${commit}, the binding mirrors llama.h of ${GGML_COMMIT}`,
+    );
+  }
+  const log = logSink();
+  llama.symbols.llama_log_set(log.callback.pointer, null);
+  llama.symbols.llama_backend_init();
+  if (ggml.symbols.ggml_backend_load(new TextEncoder().encode(`${variant.path}\0`)) === null) {
+    throw new LlamaRefError(
+      "llama_ref_unavailable",
+      `llama.cpp's ${variant.name} CPU backend did not load: ${log.take()}`,
+    );
+  }
+  return { symbols: llama.symbols, cpuVariant: variant.name, takeLog: log.take };
+}
+
+let loading: Promise<LlamaLibrary> | undefined;
+
+/** The process's llama.cpp, loaded on first use (a failed load is retried next time). */
+export function llamaLibrary(): Promise<LlamaLibrary> {
+  loading ??= load().catch((err) => {
+    loading = undefined;
+    throw err;
+  });
+  return loading;
+}

@@ -1,0 +1,373 @@
+/**
+ * llama.cpp as a live test oracle: a GGUF file opened by the real llama.cpp (the prebuilt
+ * CPU build of npm:@node-llama-cpp/linux-x64, see llama_cpp/package.ts), driven through
+ * llama.h with Deno.dlopen. Tests and benchmarks only; never the product.
+ *
+ * Deterministic by construction: 2 threads, F16 KV cache, one sequence, a prompt decoded in
+ * one llama_decode (split into ubatches of 512 by llama.cpp, as the frozen goldens were),
+ * then one token per llama_decode. Every call starts from an empty KV cache.
+ *
+ * ```ts
+ * using model = await openLlamaModel(path);
+ * const ids = model.tokenize("Hello", { special: true, addSpecial: true });
+ * const steps = model.greedy(ids, 32);
+ * ```
+ */
+
+import { LlamaRefError } from "./llama_cpp/errors.ts";
+import {
+  cString,
+  type LlamaLibrary,
+  llamaLibrary,
+  type LlamaSymbols,
+} from "./llama_cpp/library.ts";
+import {
+  checkedContextDefaults,
+  checkedModelDefaults,
+  CONTEXT,
+  MODEL,
+  POOLING,
+  type Pooling,
+} from "./llama_cpp/abi.ts";
+import { address, decode, floats, withPinned } from "./llama_cpp/batch.ts";
+import { argmaxMargin, topLogits } from "./logits.ts";
+
+export { LlamaRefError } from "./llama_cpp/errors.ts";
+export type { Pooling } from "./llama_cpp/abi.ts";
+export { topLogits } from "./logits.ts";
+
+const THREADS = 2;
+const UBATCH = 512;
+
+export interface LlamaOpenOptions {
+  /** KV cache size in tokens: a prompt plus what is generated must fit. Default 2048. */
+  contextLength?: number;
+  /** Only the vocabulary and metadata (tokenize, detokenize, chatTemplate, meta). */
+  vocabOnly?: boolean;
+}
+
+export interface GreedyStep {
+  id: number;
+  logit: number;
+  /** Top-1 minus top-2 logit of the step's distribution. */
+  margin: number;
+  top5: Array<[number, number]>;
+}
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+type Ptr = NonNullable<Deno.PointerValue>;
+
+/** One context for logits, one per pooling type asked of embed() ("model": the model's). */
+type ContextKind = "logits" | Pooling | "model";
+
+/** A model opened by llama.cpp. Not thread-safe; close it (or `using` it) when done. */
+export class LlamaModel {
+  readonly nVocab: number;
+  readonly nEmbd: number;
+  #lib: LlamaLibrary;
+  #sym: LlamaSymbols;
+  #model: Ptr | null;
+  #vocab: Ptr;
+  #options: LlamaOpenOptions;
+  #contexts = new Map<ContextKind, Ptr>();
+
+  constructor(lib: LlamaLibrary, model: Ptr, readonly path: string, options: LlamaOpenOptions) {
+    this.#lib = lib;
+    this.#sym = lib.symbols;
+    this.#model = model;
+    this.#vocab = this.#sym.llama_model_get_vocab(model)!;
+    this.#options = options;
+    this.nVocab = this.#sym.llama_vocab_n_tokens(this.#vocab);
+    this.nEmbd = this.#sym.llama_model_n_embd(model);
+  }
+
+  /** The CPU backend llama.cpp runs on, e.g. "zen4" (never the AMX build). */
+  get cpuVariant(): string {
+    return this.#lib.cpuVariant;
+  }
+
+  #live(): Ptr {
+    if (this.#model === null) {
+      throw new LlamaRefError("llama_ref_closed", `${this.path} was closed`);
+    }
+    return this.#model;
+  }
+
+  /** Text to ids as llama_tokenize does it. */
+  tokenize(text: string, opts: { special: boolean; addSpecial: boolean }): number[] {
+    this.#live();
+    const bytes = new TextEncoder().encode(text);
+    let capacity = bytes.length + 8;
+    for (;;) {
+      const out = new Int32Array(capacity);
+      const n = this.#sym.llama_tokenize(
+        this.#vocab,
+        bytes,
+        bytes.length,
+        out,
+        capacity,
+        opts.addSpecial,
+        opts.special,
+      );
+      if (n >= 0) return [...out.subarray(0, n)];
+      if (n === -2147483648) {
+        throw new LlamaRefError("llama_ref_bad_input", `text of ${bytes.length} bytes is too long`);
+      }
+      capacity = -n;
+    }
+  }
+
+  /** Ids to text as llama_detokenize does it (special tokens rendered unless told). */
+  detokenize(ids: readonly number[], opts: { special?: boolean } = {}): string {
+    this.#live();
+    this.#checkIds(ids, 0);
+    const tokens = Int32Array.from(ids);
+    let capacity = ids.length * 8 + 16;
+    for (;;) {
+      const out = new Uint8Array(capacity);
+      const n = this.#sym.llama_detokenize(
+        this.#vocab,
+        tokens,
+        tokens.length,
+        out,
+        capacity,
+        false,
+        opts.special ?? true,
+      );
+      if (n >= 0) return new TextDecoder().decode(out.subarray(0, n));
+      capacity = -n;
+    }
+  }
+
+  /** Whether llama.cpp counts `id` as an end of generation. */
+  isEog(id: number): boolean {
+    this.#live();
+    return this.#sym.llama_vocab_is_eog(this.#vocab, id);
+  }
+
+  /** A metadata value as llama.cpp formats it, or undefined when the key is absent. */
+  meta(key: string): string | undefined {
+    const model = this.#live();
+    let capacity = 256;
+    for (;;) {
+      const out = new Uint8Array(capacity);
+      const n = this.#sym.llama_model_meta_val_str(model, cString(key), out, BigInt(capacity));
+      if (n < 0) return undefined;
+      if (n < capacity) return new TextDecoder().decode(out.subarray(0, n));
+      capacity = n + 1;
+    }
+  }
+
+  /**
+   * The prompt llama_chat_apply_template makes of `messages` (llama.cpp's built-in
+   * renderers, recognised from the model's template or `template`; not a Jinja engine).
+   */
+  chatTemplate(
+    messages: readonly ChatMessage[],
+    opts: { addAssistant?: boolean; template?: string } = {},
+  ): string {
+    const model = this.#live();
+    let template = opts.template;
+    if (template === undefined) {
+      const ptr = this.#sym.llama_model_chat_template(model, null);
+      if (ptr === null) {
+        throw new LlamaRefError("llama_ref_unsupported", `${this.path} has no chat template`);
+      }
+      template = Deno.UnsafePointerView.getCString(ptr);
+    }
+    const strings = messages.flatMap((m) => [cString(m.role), cString(m.content)]);
+    const chat = new BigUint64Array(new ArrayBuffer(strings.length * 8));
+    strings.forEach((s, i) => (chat[i] = address(s)));
+    let capacity = 2 * strings.reduce((a, s) => a + s.length, 0) + 1024;
+    for (;;) {
+      const out = new Uint8Array(capacity);
+      const n = withPinned(
+        [chat, ...strings],
+        () =>
+          this.#sym.llama_chat_apply_template(
+            cString(template),
+            chat,
+            BigInt(messages.length),
+            opts.addAssistant ?? true,
+            out,
+            capacity,
+          ),
+      );
+      if (n < 0) {
+        throw new LlamaRefError(
+          "llama_ref_unsupported",
+          `llama_chat_apply_template does not know this template: ${this.#lib.takeLog()}`,
+        );
+      }
+      if (n <= capacity) return new TextDecoder().decode(out.subarray(0, n));
+      capacity = n;
+    }
+  }
+
+  /** All logits at the last position of `tokens`. */
+  logits(tokens: readonly number[]): Float32Array {
+    const ctx = this.#fresh("logits", tokens, 0);
+    this.#decode(ctx, tokens, 0, false);
+    return floats(this.#sym.llama_get_logits_ith(ctx, -1), this.nVocab, "logits");
+  }
+
+  /** Evaluates `tokens` in one batch and hands every position's logits (a copy) to `visit`. */
+  eachPosition(
+    tokens: readonly number[],
+    visit: (position: number, logits: Float32Array) => void,
+  ): void {
+    const ctx = this.#fresh("logits", tokens, 0);
+    this.#decode(ctx, tokens, 0, true);
+    for (let i = 0; i < tokens.length; i++) {
+      visit(i, floats(this.#sym.llama_get_logits_ith(ctx, i), this.nVocab, "logits"));
+    }
+  }
+
+  /**
+   * `n` greedy steps after `tokens`: step k is the argmax after the prompt and steps
+   * 0..k-1, one token per llama_decode, with no stop at end-of-generation tokens.
+   */
+  greedy(tokens: readonly number[], n: number): GreedyStep[] {
+    if (!Number.isSafeInteger(n) || n < 1) {
+      throw new LlamaRefError("llama_ref_bad_input", `greedy needs n >= 1, got ${n}`);
+    }
+    const ctx = this.#fresh("logits", tokens, n - 1);
+    const steps: GreedyStep[] = [];
+    let input: readonly number[] = tokens;
+    let position = 0;
+    while (steps.length < n) {
+      this.#decode(ctx, input, position, false);
+      position += input.length;
+      const logits = floats(this.#sym.llama_get_logits_ith(ctx, -1), this.nVocab, "logits");
+      const { id, margin } = argmaxMargin(logits);
+      steps.push({ id, logit: logits[id], margin, top5: topLogits(logits, 5) });
+      input = [id];
+    }
+    return steps;
+  }
+
+  /**
+   * The embedding of `tokens` pooled by `pooling` (llama_get_embeddings_seq), or with
+   * "none" the last position's: the final hidden state after the output norm. By default
+   * the model's own pooling type, which for a generative model is none.
+   */
+  embed(tokens: readonly number[], pooling?: Pooling): Float32Array {
+    const ctx = this.#fresh(pooling ?? "model", tokens, 0);
+    this.#decode(ctx, tokens, 0, true);
+    const own = this.#sym.llama_pooling_type(ctx) === POOLING.none;
+    if (pooling === "none" || (pooling === undefined && own)) {
+      return floats(this.#sym.llama_get_embeddings_ith(ctx, -1), this.nEmbd, "embeddings");
+    }
+    return floats(this.#sym.llama_get_embeddings_seq(ctx, 0), this.nEmbd, "pooled embedding");
+  }
+
+  /** Frees llama.cpp's context(s) and model; later calls throw llama_ref_closed. */
+  close(): void {
+    if (this.#model === null) return;
+    for (const ctx of this.#contexts.values()) this.#sym.llama_free(ctx);
+    this.#contexts.clear();
+    this.#sym.llama_model_free(this.#model);
+    this.#model = null;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  get contextLength(): number {
+    return this.#options.contextLength ?? 2048;
+  }
+
+  #checkIds(ids: readonly number[], extra: number): void {
+    for (const id of ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.nVocab) {
+        throw new LlamaRefError(
+          "llama_ref_bad_input",
+          `token ${id} is outside the vocabulary of ${this.nVocab}`,
+        );
+      }
+    }
+    if (ids.length + extra > this.contextLength) {
+      throw new LlamaRefError(
+        "llama_ref_bad_input",
+        `${ids.length} tokens + ${extra} steps exceed the context of ${this.contextLength}`,
+      );
+    }
+  }
+
+  /** The context for `kind`, created on first use, its KV cache emptied. */
+  #fresh(kind: ContextKind, tokens: readonly number[], extra: number): Ptr {
+    const model = this.#live();
+    if (this.#options.vocabOnly) {
+      throw new LlamaRefError("llama_ref_unsupported", `${this.path} was opened vocab-only`);
+    }
+    if (tokens.length === 0) throw new LlamaRefError("llama_ref_bad_input", "no tokens");
+    this.#checkIds(tokens, extra);
+    let ctx = this.#contexts.get(kind);
+    if (ctx === undefined) {
+      ctx = this.#createContext(model, kind);
+      this.#contexts.set(kind, ctx);
+    }
+    this.#sym.llama_memory_clear(this.#sym.llama_get_memory(ctx), true);
+    return ctx;
+  }
+
+  #createContext(model: Ptr, kind: ContextKind): Ptr {
+    const params = this.#sym.llama_context_default_params();
+    const view = checkedContextDefaults(params);
+    const nCtx = this.contextLength;
+    view.setUint32(CONTEXT.n_ctx, nCtx, true);
+    view.setUint32(CONTEXT.n_batch, nCtx, true);
+    view.setUint32(CONTEXT.n_ubatch, Math.min(UBATCH, nCtx), true);
+    view.setInt32(CONTEXT.n_threads, THREADS, true);
+    view.setInt32(CONTEXT.n_threads_batch, THREADS, true);
+    if (kind !== "logits") {
+      view.setUint8(CONTEXT.embeddings, 1);
+      view.setInt32(CONTEXT.pooling_type, POOLING[kind === "model" ? "unspecified" : kind], true);
+    }
+    const ctx = this.#sym.llama_init_from_model(model, params);
+    if (ctx === null) {
+      throw new LlamaRefError(
+        "llama_ref_load",
+        `llama.cpp made no context for ${this.path}: ${this.#lib.takeLog()}`,
+      );
+    }
+    return ctx;
+  }
+
+  #decode(ctx: Ptr, tokens: readonly number[], start: number, allOutputs: boolean): void {
+    const rc = decode(this.#sym, ctx, tokens, start, allOutputs);
+    if (rc !== 0) {
+      throw new LlamaRefError(
+        "llama_ref_decode",
+        `llama_decode of ${tokens.length} tokens at ${start} returned ${rc}: ${this.#lib.takeLog()}`,
+      );
+    }
+  }
+}
+
+/** Opens `path` with llama.cpp (loading llama.cpp itself on first use). */
+export async function openLlamaModel(
+  path: string,
+  options: LlamaOpenOptions = {},
+): Promise<LlamaModel> {
+  const n = options.contextLength;
+  if (n !== undefined && (!Number.isSafeInteger(n) || n < 1)) {
+    throw new LlamaRefError("llama_ref_bad_input", `contextLength must be >= 1, got ${n}`);
+  }
+  const lib = await llamaLibrary();
+  const params = lib.symbols.llama_model_default_params();
+  const view = checkedModelDefaults(params);
+  view.setInt32(MODEL.n_gpu_layers, 0, true);
+  view.setUint8(MODEL.vocab_only, options.vocabOnly ? 1 : 0);
+  lib.takeLog();
+  const model = lib.symbols.llama_model_load_from_file(cString(path), params);
+  if (model === null) {
+    throw new LlamaRefError("llama_ref_load", `llama.cpp cannot load ${path}: ${lib.takeLog()}`);
+  }
+  return new LlamaModel(lib, model, path, options);
+}
