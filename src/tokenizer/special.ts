@@ -19,6 +19,8 @@ export class SpecialSplitter {
   /** Trie over UTF-16 code units: children of each node, and the token ending there. */
   #children: Map<number, number>[] = [];
   #ending: number[] = [];
+  /** Each special token's place in llama.cpp's order (longest first). */
+  #turn = new Map<number, number>();
 
   constructor(vocab: Vocab) {
     this.#vocab = vocab;
@@ -26,18 +28,16 @@ export class SpecialSplitter {
 
   split(text: string, parseSpecial: boolean): Fragment[] {
     const vocab = this.#vocab;
-    const present = this.#occurring(text);
     let fragments: Fragment[] = [text];
-    for (const id of vocab.specialIds) {
-      if (!present.has(id)) continue;
+    for (const id of this.#occurring(text)) {
       if (!parseSpecial && (vocab.attrs[id] & (ATTR_CONTROL | ATTR_UNKNOWN)) !== 0) continue;
       fragments = cut(fragments, vocab.texts[id], id);
     }
     return fragments;
   }
 
-  /** The special tokens whose text occurs somewhere in `text`. */
-  #occurring(text: string): Set<number> {
+  /** The special tokens whose text occurs somewhere in `text`, in their turn's order. */
+  #occurring(text: string): number[] {
     if (this.#children.length === 0) this.#build();
     const children = this.#children;
     const ending = this.#ending;
@@ -50,12 +50,13 @@ export class SpecialSplitter {
         node = children[node].get(text.charCodeAt(j));
       }
     }
-    return found;
+    return [...found].sort((a, b) => this.#turn.get(a)! - this.#turn.get(b)!);
   }
 
   #build(): void {
     const children: Map<number, number>[] = [new Map()];
     const ending = [-1];
+    this.#vocab.specialIds.forEach((id, turn) => this.#turn.set(id, turn));
     for (const id of this.#vocab.specialIds) {
       const text = this.#vocab.texts[id];
       let node = 0;

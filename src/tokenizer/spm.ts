@@ -20,72 +20,116 @@ export interface SpmTable {
   readonly byteIds: Int32Array;
 }
 
-/** Heap operations between two pauses of `mergeSpm` when no other budget is given. */
+/** Heap operations between two pauses of `merge` when no other budget is given. */
 const DEFAULT_BUDGET = 16384;
+const PAIR_CACHE_LIMIT = 1 << 20;
+const NO_TOKEN = -1;
 
 /**
- * Merges `text` and appends its token ids to `out`. It pauses (yields) after every `budget`
- * merge steps, so a long text can be tokenized between other work; the ids do not depend on
- * where it pauses.
+ * Merges text pieces of one vocabulary. A symbol is known by an id: its token's, or (for a
+ * single code point that is no token) the vocabulary size plus the code point; which token
+ * two adjacent symbols make depends on nothing else, so it is looked up by text once and
+ * then remembered by the pair of ids.
  */
-export function* mergeSpm(
-  table: SpmTable,
-  text: string,
-  out: number[],
-  budget = DEFAULT_BUDGET,
-): Generator<void> {
-  const { idOf, scores } = table;
-  const n = text.length; // code units; a symbol per code point, so at most this many
-  const start = new Int32Array(n);
-  const len = new Int32Array(n);
-  const prev = new Int32Array(n);
-  const next = new Int32Array(n);
-  let count = 0;
-  for (let i = 0; i < n; count++) {
-    const c = text.charCodeAt(i);
-    const width = c >= 0xd800 && c <= 0xdbff && i + 1 < n ? 2 : 1;
-    start[count] = i;
-    len[count] = width;
-    prev[count] = count - 1;
-    next[count] = count + 1;
-    i += width;
-  }
-  if (count === 0) return;
-  next[count - 1] = -1;
+export class SpmMerger {
+  readonly #table: SpmTable;
+  readonly #base: number;
+  readonly #pairs = new Map<number, number>();
+  readonly #heap = new PairHeap();
+  #start = new Int32Array(0);
+  #len = new Int32Array(0);
+  #prev = new Int32Array(0);
+  #next = new Int32Array(0);
+  #sym = new Int32Array(0);
 
-  const heap = new PairHeap(count);
-  const tryPair = (left: number, right: number): void => {
-    if (left < 0 || right < 0) return;
-    const size = len[left] + len[right];
-    const id = idOf.get(text.slice(start[left], start[left] + size));
-    if (id !== undefined) heap.push(scores[id], left, right, size);
-  };
-  for (let i = 1; i < count; i++) tryPair(i - 1, i);
-
-  let steps = 0;
-  while (heap.size > 0) {
-    const left = heap.topLeft();
-    const right = heap.topRight();
-    const size = heap.topSize();
-    heap.pop();
-    if (++steps % budget === 0) yield;
-    if (len[left] === 0 || len[right] === 0 || len[left] + len[right] !== size) continue;
-    len[left] = size;
-    len[right] = 0;
-    next[left] = next[right];
-    if (next[right] >= 0) prev[next[right]] = left;
-    tryPair(prev[left], left);
-    tryPair(left, next[left]);
+  constructor(table: SpmTable) {
+    this.#table = table;
+    this.#base = table.idOf.size;
   }
 
-  for (let i = 0; i !== -1; i = next[i]) {
-    const piece = text.slice(start[i], start[i] + len[i]);
-    const id = idOf.get(piece);
-    if (id !== undefined) {
-      out.push(id);
-      continue;
+  /**
+   * Merges `text` and appends its token ids to `out`. It pauses (yields) after every
+   * `budget` merge steps, so a long text can be tokenized between other work; the ids do
+   * not depend on where it pauses.
+   */
+  *merge(text: string, out: number[], budget = DEFAULT_BUDGET): Generator<void> {
+    const { idOf, scores } = this.#table;
+    const n = text.length; // code units; a symbol per code point, so at most this many
+    this.#ensure(n);
+    const start = this.#start;
+    const len = this.#len;
+    const prev = this.#prev;
+    const next = this.#next;
+    const sym = this.#sym;
+    const base = this.#base;
+    let count = 0;
+    for (let i = 0; i < n; count++) {
+      const cp = text.codePointAt(i)!;
+      const width = cp > 0xffff ? 2 : 1;
+      const id = idOf.get(width === 1 ? text[i] : text.slice(i, i + 2));
+      start[count] = i;
+      len[count] = width;
+      prev[count] = count - 1;
+      next[count] = count + 1;
+      sym[count] = id ?? base + cp;
+      i += width;
     }
-    for (const byte of utf8.encode(piece)) out.push(table.byteIds[byte]);
+    if (count === 0) return;
+    next[count - 1] = -1;
+
+    const heap = this.#heap;
+    heap.reset(count);
+    const pairs = this.#pairs;
+    const stride = base + 0x110000;
+    const tryPair = (left: number, right: number): void => {
+      if (left < 0 || right < 0) return;
+      const key = sym[left] * stride + sym[right];
+      let id = pairs.get(key);
+      if (id === undefined) {
+        id = idOf.get(text.slice(start[left], start[right] + len[right])) ?? NO_TOKEN;
+        if (pairs.size >= PAIR_CACHE_LIMIT) pairs.clear();
+        pairs.set(key, id);
+      }
+      if (id !== NO_TOKEN) heap.push(scores[id], left, right, len[left] + len[right], id);
+    };
+    for (let i = 1; i < count; i++) tryPair(i - 1, i);
+
+    let steps = 0;
+    while (heap.size > 0) {
+      const left = heap.topLeft();
+      const right = heap.topRight();
+      const size = heap.topSize();
+      const merged = heap.topToken();
+      heap.pop();
+      if (++steps % budget === 0) yield;
+      if (len[left] === 0 || len[right] === 0 || len[left] + len[right] !== size) continue;
+      len[left] = size;
+      len[right] = 0;
+      sym[left] = merged;
+      next[left] = next[right];
+      if (next[right] >= 0) prev[next[right]] = left;
+      tryPair(prev[left], left);
+      tryPair(left, next[left]);
+    }
+
+    for (let i = 0; i !== -1; i = next[i]) {
+      if (sym[i] < base) {
+        out.push(sym[i]);
+        continue;
+      }
+      const piece = text.slice(start[i], start[i] + len[i]);
+      for (const byte of utf8.encode(piece)) out.push(this.#table.byteIds[byte]);
+    }
+  }
+
+  #ensure(n: number): void {
+    if (this.#start.length >= n) return;
+    const size = Math.max(n, 2 * this.#start.length, 256);
+    this.#start = new Int32Array(size);
+    this.#len = new Int32Array(size);
+    this.#prev = new Int32Array(size);
+    this.#next = new Int32Array(size);
+    this.#sym = new Int32Array(size);
   }
 }
 
@@ -95,18 +139,24 @@ export function* mergeSpm(
  */
 class PairHeap {
   size = 0;
-  #score: Float64Array;
-  #left: Int32Array;
-  #right: Int32Array;
-  #pairSize: Int32Array;
+  #score = new Float64Array(0);
+  #left = new Int32Array(0);
+  #right = new Int32Array(0);
+  #pairSize = new Int32Array(0);
+  #token = new Int32Array(0);
 
-  constructor(symbols: number) {
-    // Each merge pushes at most two pairs: seeds plus twice the merges.
-    const capacity = Math.max(1, 3 * symbols);
-    this.#score = new Float64Array(capacity);
-    this.#left = new Int32Array(capacity);
-    this.#right = new Int32Array(capacity);
-    this.#pairSize = new Int32Array(capacity);
+  /** Empties the heap and makes room for the pairs of `symbols` symbols. */
+  reset(symbols: number): void {
+    this.size = 0;
+    // Each merge pushes at most two pairs on top of the seeds: at most 3n pushes.
+    const capacity = 3 * symbols;
+    if (this.#score.length >= capacity) return;
+    const size = Math.max(capacity, 2 * this.#score.length, 768);
+    this.#score = new Float64Array(size);
+    this.#left = new Int32Array(size);
+    this.#right = new Int32Array(size);
+    this.#pairSize = new Int32Array(size);
+    this.#token = new Int32Array(size);
   }
 
   topLeft(): number {
@@ -121,7 +171,11 @@ class PairHeap {
     return this.#pairSize[0];
   }
 
-  push(score: number, left: number, right: number, size: number): void {
+  topToken(): number {
+    return this.#token[0];
+  }
+
+  push(score: number, left: number, right: number, size: number, token: number): void {
     let i = this.size++;
     while (i > 0) {
       const parent = (i - 1) >> 1;
@@ -129,7 +183,7 @@ class PairHeap {
       this.#move(parent, i);
       i = parent;
     }
-    this.#set(i, score, left, right, size);
+    this.#set(i, score, left, right, size, token);
   }
 
   pop(): void {
@@ -139,6 +193,7 @@ class PairHeap {
     const left = this.#left[last];
     const right = this.#right[last];
     const size = this.#pairSize[last];
+    const token = this.#token[last];
     let i = 0;
     for (;;) {
       const l = 2 * i + 1;
@@ -152,7 +207,7 @@ class PairHeap {
       this.#move(child, i);
       i = child;
     }
-    this.#set(i, score, left, right, size);
+    this.#set(i, score, left, right, size, token);
   }
 
   /** Whether pair a comes out of the heap before pair b. */
@@ -165,12 +220,14 @@ class PairHeap {
     this.#left[to] = this.#left[from];
     this.#right[to] = this.#right[from];
     this.#pairSize[to] = this.#pairSize[from];
+    this.#token[to] = this.#token[from];
   }
 
-  #set(i: number, score: number, left: number, right: number, size: number): void {
+  #set(i: number, score: number, left: number, right: number, size: number, token: number): void {
     this.#score[i] = score;
     this.#left[i] = left;
     this.#right[i] = right;
     this.#pairSize[i] = size;
+    this.#token[i] = token;
   }
 }

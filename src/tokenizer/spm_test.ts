@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "../../tests/support/assert.ts";
-import { mergeSpm, type SpmTable } from "./spm.ts";
+import { SpmMerger, type SpmTable } from "./spm.ts";
 
 // Byte tokens are ids 0..255 (byte b -> id b); pieces follow from 256.
 function table(pieces: [string, number][]): { table: SpmTable; texts: string[] } {
@@ -12,7 +12,7 @@ function table(pieces: [string, number][]): { table: SpmTable; texts: string[] }
 function merge(pieces: [string, number][], text: string, budget?: number): string[] {
   const { table: t, texts } = table(pieces);
   const out: number[] = [];
-  const run = mergeSpm(t, text, out, budget);
+  const run = new SpmMerger(t).merge(text, out, budget);
   while (!run.next().done);
   return out.map((id) => texts[id]);
 }
@@ -67,8 +67,56 @@ Deno.test("a 100 kB text takes a bounded number of merge steps", () => {
   const text = "a".repeat(100_000);
   const out: number[] = [];
   let steps = 0;
-  for (const _ of mergeSpm(t, text, out, 1)) steps++;
+  for (const _ of new SpmMerger(t).merge(text, out, 1)) steps++;
   // Each merge pushes at most two pairs on top of the n - 1 seeds: at most 3n pops.
   assert(steps <= 3 * text.length, `${steps} merge steps for ${text.length} symbols`);
   assertEquals(out.length, Math.ceil(100_000 / 64));
+});
+
+/** llama.cpp's session, plainly: texts looked up by string, a sorted scan for the best pair. */
+function reference(t: SpmTable, text: string): number[] {
+  const symbols = Array.from(text);
+  for (;;) {
+    let best = -1;
+    let bestScore = -Infinity;
+    for (let i = 0; i + 1 < symbols.length; i++) {
+      const id = t.idOf.get(symbols[i] + symbols[i + 1]);
+      if (id !== undefined && t.scores[id] > bestScore) {
+        best = i;
+        bestScore = t.scores[id];
+      }
+    }
+    if (best < 0) break;
+    symbols.splice(best, 2, symbols[best] + symbols[best + 1]);
+  }
+  return symbols.flatMap((s) => {
+    const id = t.idOf.get(s);
+    return id !== undefined ? [id] : Array.from(new TextEncoder().encode(s), (b) => t.byteIds[b]);
+  });
+}
+
+Deno.test("the merger agrees with the plain merge on random vocabularies and texts", () => {
+  let seed = 5;
+  const next = (n: number): number => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  const alphabet = ["▁", "a", "b", "c", "é", "🙂"];
+  const word = (len: number): string =>
+    Array.from({ length: len }, () => alphabet[next(alphabet.length)]).join("");
+  for (let v = 0; v < 40; v++) {
+    const pieces = new Map<string, number>();
+    for (const ch of alphabet.slice(0, 4)) pieces.set(ch, -100);
+    // Few distinct scores, so ties between pairs are common.
+    while (pieces.size < 30) pieces.set(word(2 + next(4)), -next(5));
+    const { table: t } = table([...pieces]);
+    const merger = new SpmMerger(t);
+    for (let k = 0; k < 30; k++) {
+      const text = word(1 + next(40));
+      const out: number[] = [];
+      const run = merger.merge(text, out);
+      while (!run.next().done);
+      assertEquals(out, reference(t, text), JSON.stringify(text));
+    }
+  }
 });

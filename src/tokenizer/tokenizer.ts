@@ -10,7 +10,7 @@ import { BpeEncoder } from "./bpe_encoder.ts";
 import { TokenizerError } from "./errors.ts";
 import { cleanSpaces, renderPiece } from "./pieces.ts";
 import { SpecialSplitter } from "./special.ts";
-import { mergeSpm, type SpmTable } from "./spm.ts";
+import { SpmMerger } from "./spm.ts";
 import { ATTR_CONTROL, ATTR_UNKNOWN, readVocab, type Vocab } from "./vocab.ts";
 
 export interface EncodeOptions {
@@ -37,7 +37,7 @@ const SPM_SPACE = "\u2581";
 export class Tokenizer {
   readonly #vocab: Vocab;
   readonly #bpe: BpeEncoder | undefined;
-  readonly #spm: SpmTable | undefined;
+  readonly #spm: SpmMerger | undefined;
   readonly #specials: SpecialSplitter;
   readonly #pieces: (Uint8Array | undefined)[];
   #maxTokenBytes: number | undefined;
@@ -48,7 +48,7 @@ export class Tokenizer {
     if (model.kind === "bpe") {
       this.#bpe = new BpeEncoder(vocab.idOf, vocab.texts.length, model.pre, model.merges);
     } else {
-      this.#spm = { idOf: vocab.idOf, scores: model.scores, byteIds: model.byteIds };
+      this.#spm = new SpmMerger({ idOf: vocab.idOf, scores: model.scores, byteIds: model.byteIds });
     }
     this.#specials = new SpecialSplitter(vocab);
     this.#pieces = new Array(vocab.texts.length);
@@ -126,7 +126,7 @@ export class Tokenizer {
         afterSpecial = true;
       } else if (this.#spm !== undefined) {
         const spaced = vocab.addSpacePrefix && afterSpecial ? " " + fragment : fragment;
-        yield* mergeSpm(this.#spm, spaced.replaceAll(" ", SPM_SPACE), out, window);
+        yield* this.#spm.merge(spaced.replaceAll(" ", SPM_SPACE), out, window);
         afterSpecial = false;
         yield;
       } else {
