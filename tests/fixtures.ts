@@ -88,3 +88,16 @@ export const LOGIT_TOLERANCE: Record<ModelFixture, number> = {
   "qwen3-tiny-q4_0": 0.75,
   "qwen3-small-q4_k_m": 0.40,
 };
+
+/**
+ * Tiny models of the Llama 3.1, Mistral, Qwen2.5 and Gemma 3 families with their real
+ * vocabularies, made by code on first use and cached (`deno task fixtures` makes them all):
+ * `await familyFixture("gemma3", "q8_0")` is the path of `gemma3-tiny-q8_0.gguf`.
+ */
+export {
+  FAMILIES,
+  type Family,
+  familyFixture,
+  FIXTURE_QUANTS,
+  type FixtureQuant,
+} from "./fixtures/families/mod.ts";
