@@ -1,11 +1,12 @@
 /**
  * The tokenizer against llama.cpp itself, live, on the real vocabulary of every fixture
- * family: Llama 3.1 (byte-level BPE, llama-bpe), Mistral (SentencePiece, 32k), Qwen2.5
+ * family: Llama 3 (byte-level BPE, llama-bpe), Mistral (SentencePiece, 32k), Qwen2.5
  * (byte-level BPE, qwen2) and Gemma 3 (SentencePiece, 262k, no space prefix). Every string
- * of golden/tokenizer.json, plus the family's own special tokens written inside text,
- * tokenizes to llama.cpp's ids with and without special-token parsing, with and without
- * BOS/EOS, and those ids detokenize to llama.cpp's text with and without special tokens
- * rendered and removed.
+ * of golden/tokenizer.json, the family's own control tokens written inside text, and its
+ * text and chat prompts (tests/models/family_prompts.ts, rendered by its template) tokenize
+ * to llama.cpp's ids with and without special-token parsing, with and without BOS/EOS, and
+ * those ids detokenize to llama.cpp's text with special tokens rendered or not, removed or
+ * not.
  */
 
 import { assertEquals } from "../support/assert.ts";
@@ -13,6 +14,7 @@ import { FAMILIES, familyFixture, fixture } from "../fixtures.ts";
 import { openLlamaModel } from "../support/llama_ref.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { loadTokenizer, type Tokenizer } from "../../src/tokenizer/mod.ts";
+import { familyPrompts, promptText } from "../models/family_prompts.ts";
 
 interface Case {
   name: string;
@@ -58,7 +60,11 @@ for (const family of FAMILIES) {
     const file = openGguf(path);
     try {
       const tok = loadTokenizer(file);
-      const cases = [...corpus, ...specialCases(tok)];
+      const prompts = familyPrompts(family).map((p) => ({
+        name: `prompt ${p.name}`,
+        text: promptText(file, p).text,
+      }));
+      const cases = [...corpus, ...specialCases(tok), ...prompts];
       let compared = 0;
       for (const special of [true, false]) {
         for (const addSpecial of [true, false]) {
