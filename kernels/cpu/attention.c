@@ -138,11 +138,12 @@ static void attn_task(void *arg, int32_t ith, int32_t nth) {
 int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_cache,
                      const void *v_cache, int32_t kv_type, int64_t block_size, int32_t n_seqs,
                      const int32_t *seqs, const int32_t *tables, const int32_t *positions,
-                     int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale) {
+                     int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
+                     int64_t window) {
   if (!pool || !out || !q || !k_cache || !v_cache || n_heads <= 0 ||
       check_seqs(kv_type, block_size, n_seqs, seqs, tables, positions, n_kv_heads, head_dim) !=
           NK_OK ||
-      n_heads % n_kv_heads != 0 || !isfinite(scale)) {
+      n_heads % n_kv_heads != 0 || !isfinite(scale) || window < 0) {
     return NK_EINVAL;
   }
   if (n_seqs == 0) return NK_OK;
@@ -156,7 +157,7 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
     const int64_t row = seq[SEQ_ROW_START], width = n_heads * head_dim;
     attn[s] = (nk_attn){out + row * width, q + row * width, k_cache, v_cache, kv_type,
                         block_size, table, positions + row, seq[SEQ_ROW_COUNT], n_heads,
-                        n_kv_heads, head_dim, scale};
+                        n_kv_heads, head_dim, scale, window};
     const int64_t tile = nk_attn_tile_tokens(&attn[s]);
     first[s + 1] = first[s] + (seq[SEQ_ROW_COUNT] + tile - 1) / tile * n_kv_heads;
     table += seq[SEQ_TABLE_LEN];

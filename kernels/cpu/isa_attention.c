@@ -2,7 +2,8 @@
  * Attention for one kv head and a run of tokens over the paged cache: every query row
  * (token, head of the group) is computed together so each K/V row is read once for all of
  * them. Online softmax over tiles of positions (flash-attention style), all in f32, each
- * row stopping at its own token's position. AVX-512 reads f16 rows in place (VCVTPH2PS
+ * row stopping at its own token's position (and, under a sliding window, starting at the
+ * first position the window shows it). AVX-512 reads f16 rows in place (VCVTPH2PS
  * from memory); other levels convert a tile first.
  */
 #include <math.h>
@@ -142,39 +143,44 @@ void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh
   float *run_sum = run_max + n_rows;
   float *buf = run_sum + n_rows + n_rows * d;
   const void *rows[NK_ATTN_TILE];
-  int64_t len = 0;
+  int64_t len = 0, start = INT64_MAX;
   for (int64_t i = 0; i < nt; i++) {
     if (a->positions[t0 + i] + 1 > len) len = (int64_t)a->positions[t0 + i] + 1;
+    if (nk_attn_first(a, t0 + i) < start) start = nk_attn_first(a, t0 + i);
   }
   for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;
   for (int64_t r = 0; r < n_rows; r++) {
     run_max[r] = -INFINITY;
     run_sum[r] = 0.0f;
   }
-  for (int64_t p0 = 0; p0 < len; p0 += NK_ATTN_TILE) {
+  for (int64_t p0 = start; p0 < len; p0 += NK_ATTN_TILE) {
     const int64_t n = len - p0 < NK_ATTN_TILE ? len - p0 : NK_ATTN_TILE;
     tile_rows(a, a->k_cache, p0, n, kvh, buf, rows);
     for (int64_t r = 0; r < n_rows; r++) {
-      /* Row r is head r % g_n of token t0 + r / g_n; it sees positions up to the token's. */
-      const int64_t t = t0 + r / g_n, nr = a->positions[t] + 1 - p0;
+      /* Row r is head r % g_n of token t0 + r / g_n. */
+      const int64_t t = t0 + r / g_n;
       const float *q = a->q + (t * a->n_heads + kvh * g_n + r % g_n) * d;
-      for (int64_t j = 0; j < (nr < n ? nr : n); j++) {
+      int64_t lo, hi;
+      nk_attn_tile_span(a, t, p0, n, &lo, &hi);
+      for (int64_t j = lo; j < hi; j++) {
         scores[r * NK_ATTN_TILE + j] = dot(q, rows[j], d, f16) * a->scale;
       }
     }
     for (int64_t r = 0; r < n_rows; r++) {
-      const int64_t nr = a->positions[t0 + r / g_n] + 1 - p0;
-      if (nr <= 0) continue;
+      int64_t lo, hi;
+      nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
+      if (hi <= lo) continue;
       const float corr =
-          tile_softmax(scores + r * NK_ATTN_TILE, nr < n ? nr : n, run_max + r, run_sum + r);
+          tile_softmax(scores + r * NK_ATTN_TILE + lo, hi - lo, run_max + r, run_sum + r);
       if (corr != 1.0f) {
         for (int64_t i = 0; i < d; i++) acc[r * d + i] *= corr;
       }
     }
     tile_rows(a, a->v_cache, p0, n, kvh, buf, rows);
     for (int64_t r = 0; r < n_rows; r++) {
-      const int64_t nr = a->positions[t0 + r / g_n] + 1 - p0;
-      if (nr > 0) accumulate(acc + r * d, scores + r * NK_ATTN_TILE, rows, nr < n ? nr : n, d, f16);
+      int64_t lo, hi;
+      nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
+      if (hi > lo) accumulate(acc + r * d, scores + r * NK_ATTN_TILE + lo, rows + lo, hi - lo, d, f16);
     }
   }
   for (int64_t r = 0; r < n_rows; r++) {

@@ -37,6 +37,7 @@ void NK_FN(nk_qgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
 void NK_FN(nk_fgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
 void NK_FN(nk_rmsnorm_row)(float *out, const float *x, const float *w, int64_t dim, float eps);
 void NK_FN(nk_silu_mul)(float *out, const float *gate, const float *up, int64_t n);
+void NK_FN(nk_gelu_mul)(float *out, const float *gate, const float *up, int64_t n);
 void NK_FN(nk_add)(float *out, const float *a, const float *b, int64_t n);
 void NK_FN(nk_rope_apply)(float *x, int64_t n_heads, int64_t head_dim, const float *cs);
 void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh,

@@ -1,5 +1,5 @@
 /*
- * Row-wise and element-wise ops: RMSNorm, SiLU gate, add and NeoX RoPE. Plain loops with
+ * Row-wise and element-wise ops: RMSNorm, SiLU and GELU gates, add and NeoX RoPE. Plain loops with
  * explicit 16-wide partial sums so that each level's flags vectorize them without
  * reassociating anything.
  */
@@ -48,6 +48,40 @@ void NK_FN(nk_silu_mul)(float *out, const float *gate, const float *up, int64_t 
   for (; i < n; i++) {
     const float g = gate[i];
     out[i] = g / (1.0f + nk_expf(-g)) * up[i];
+  }
+}
+
+/* gelu(x) = 0.5 x (1 + tanh(y)) = x / (1 + exp(-2y)), y = sqrt(2/pi) (x + 0.044715 x^3):
+ * the tanh approximation ggml's gelu computes, in the form of silu_mul's sigmoid. */
+#define GELU_K2 1.5957691216057308f /* 2 sqrt(2/pi) */
+#define GELU_C 0.044715f
+
+void NK_FN(nk_gelu_mul)(float *out, const float *gate, const float *up, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  const __m512 one = _mm512_set1_ps(1.0f), k2 = _mm512_set1_ps(-GELU_K2);
+  const __m512 c = _mm512_set1_ps(GELU_C);
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 g3 = _mm512_mul_ps(_mm512_mul_ps(g, g), g);
+    const __m512 e = nk_exp16(_mm512_mul_ps(k2, _mm512_fmadd_ps(c, g3, g)));
+    _mm512_storeu_ps(out + i,
+                     _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(up + i)));
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  const __m256 one = _mm256_set1_ps(1.0f), k2 = _mm256_set1_ps(-GELU_K2);
+  const __m256 c = _mm256_set1_ps(GELU_C);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 g3 = _mm256_mul_ps(_mm256_mul_ps(g, g), g);
+    const __m256 e = nk_exp8(_mm256_mul_ps(k2, _mm256_fmadd_ps(c, g3, g)));
+    _mm256_storeu_ps(out + i,
+                     _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+#endif
+  for (; i < n; i++) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + nk_expf(-GELU_K2 * (g + GELU_C * g * g * g))) * up[i];
   }
 }
 

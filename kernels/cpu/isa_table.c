@@ -39,6 +39,7 @@ const nk_isa_ops NK_TABLE = {
 #endif
     .rmsnorm_row = NK_FN(nk_rmsnorm_row),
     .silu_mul = NK_FN(nk_silu_mul),
+    .gelu_mul = NK_FN(nk_gelu_mul),
     .add = NK_FN(nk_add),
     .rope_apply = NK_FN(nk_rope_apply),
     .attend_item = NK_FN(nk_attend_item),

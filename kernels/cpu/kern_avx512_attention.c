@@ -241,12 +241,6 @@ static void tile_f32(const void **rows, int64_t n, int64_t d, float *buf) {
   }
 }
 
-/* How many of the tile's n positions from p0 token t sees. */
-static inline int64_t row_tile_len(const nk_attn *a, int64_t t, int64_t p0, int64_t n) {
-  const int64_t lim = a->positions[t] + 1 - p0;
-  return lim < 0 ? 0 : lim < n ? lim : n;
-}
-
 int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch) {
   const int64_t d = a->head_dim;
   const int64_t g_n = a->n_heads / a->n_kv_heads, n_rows = nt * g_n;
@@ -260,19 +254,20 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
   float *q = run_sum + n_rows;
   float *kbuf = q + n_rows * d;
   const void *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
-  int64_t len = 0;
+  int64_t len = 0, start = INT64_MAX;
   /* Row r is head r % g_n of token t0 + r / g_n: the group's heads are adjacent in q. */
   for (int64_t i = 0; i < nt; i++) {
     memcpy(q + i * g_n * d, a->q + ((t0 + i) * a->n_heads + kvh * g_n) * d,
            (size_t)(g_n * d) * 4);
     if (a->positions[t0 + i] + 1 > len) len = (int64_t)a->positions[t0 + i] + 1;
+    if (nk_attn_first(a, t0 + i) < start) start = nk_attn_first(a, t0 + i);
   }
   for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;
   for (int64_t r = 0; r < n_rows; r++) {
     run_max[r] = -INFINITY;
     run_sum[r] = 0.0f;
   }
-  for (int64_t p0 = 0; p0 < len; p0 += NK_ATTN_TILE) {
+  for (int64_t p0 = start; p0 < len; p0 += NK_ATTN_TILE) {
     const int64_t n = len - p0 < NK_ATTN_TILE ? len - p0 : NK_ATTN_TILE;
     tile_rows(a, a->k_cache, p0, n, kvh, row_bytes, krows);
     tile_rows(a, a->v_cache, p0, n, kvh, row_bytes, vrows);
@@ -285,17 +280,20 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
     } else {
       tile_scores(q, n_rows, d, krows, n, f16, a->scale, scores);
     }
-    /* Positions past a row's token weigh 0, so one pass over the V rows serves all rows. */
+    /* Positions a row does not see (past its token, before its window) weigh 0, so one
+     * pass over the V rows serves all rows. */
     for (int64_t r = 0; r < n_rows; r++) {
-      const int64_t nr = row_tile_len(a, t0 + r / g_n, p0, n);
+      int64_t lo, hi;
+      nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
       float *s = scores + r * NK_ATTN_TILE;
-      if (nr > 0) {
-        const float corr = tile_softmax(s, nr, run_max + r, run_sum + r);
+      if (hi > lo) {
+        const float corr = tile_softmax(s + lo, hi - lo, run_max + r, run_sum + r);
         if (corr != 1.0f) {
           for (int64_t i = 0; i < d; i++) acc[r * d + i] *= corr;
         }
       }
-      for (int64_t j = nr; j < n; j++) s[j] = 0.0f;
+      for (int64_t j = 0; j < lo; j++) s[j] = 0.0f;
+      for (int64_t j = hi; j < n; j++) s[j] = 0.0f;
     }
     /* The transposed K is spent: its buffer takes V as f32, converted once for all rows. */
     const int v16 = f16 && !gemm;
@@ -304,8 +302,9 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
       const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
       int64_t m = 0;
       for (int64_t r = g0; r < g0 + gn; r++) {
-        const int64_t nr = row_tile_len(a, t0 + r / g_n, p0, n);
-        m = nr > m ? nr : m;
+        int64_t lo, hi;
+        nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
+        m = hi > m ? hi : m;
       }
       switch (gn) {
         case 1: tile_values(acc, scores, vrows, m, d, v16, g0, 1); break;

@@ -107,9 +107,14 @@ NK_API int32_t nk_get_rows(nk_pool *pool, int32_t type, const void *table, int64
 /* out = x / rms(x) * weight per row; weight may be NULL, out may alias x. */
 NK_API int32_t nk_rmsnorm(nk_pool *pool, float *out, const float *x, const float *weight,
                           int64_t n_rows, int64_t dim, float eps);
-/* In place on x[n_tokens][n_heads][head_dim], pairs (i, i + head_dim/2). */
-NK_API int32_t nk_rope_neox(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads,
-                            int64_t head_dim, const int32_t *positions, float freq_base);
+/* RoPE modes: NEOX rotates pairs (i, i + head_dim/2), NORM pairs (2i, 2i + 1). */
+enum { NK_ROPE_NEOX = 0, NK_ROPE_NORM = 1 };
+/* In place on x[n_tokens][n_heads][head_dim]: pair i of a token at position p turns by
+ * freq_scale * p * freq_base^(-2i/head_dim) / freq_factors[i] (freq_factors may be NULL:
+ * all 1), the angles computed as ggml computes them. */
+NK_API int32_t nk_rope(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads,
+                       int64_t head_dim, const int32_t *positions, float freq_base,
+                       float freq_scale, const float *freq_factors, int32_t mode);
 
 /* Paged KV cache: k_cache and v_cache are [n_blocks][block_size][n_kv_heads][head_dim] of
  * kv_type (NK_F32 or NK_F16). A step's rows belong to n_seqs sequences: seqs holds a
@@ -121,12 +126,13 @@ NK_API int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t 
                            const int32_t *tables, const int32_t *positions, int64_t n_kv_heads,
                            int64_t head_dim, const float *k, const float *v);
 /* out and q are [rows][n_heads][head_dim]; each row attends to its sequence's cache
- * positions 0..positions[row]. */
+ * positions 0..positions[row], or with window > 0 only the last `window` of them
+ * (positions[row] - window + 1 ..). */
 NK_API int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_cache,
                             const void *v_cache, int32_t kv_type, int64_t block_size,
                             int32_t n_seqs, const int32_t *seqs, const int32_t *tables,
                             const int32_t *positions, int64_t n_heads, int64_t n_kv_heads,
-                            int64_t head_dim, float scale);
+                            int64_t head_dim, float scale, int64_t window);
 
 /* out[r] = the index of the largest value of row r of x[rows][cols]: the first of equal
  * ones, NaN never; 0 for a row of NaN. */
@@ -137,6 +143,14 @@ NK_API int32_t nk_argmax_rows(nk_pool *pool, const float *x, int64_t rows, int64
 NK_API int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const float *up,
                            int64_t n);
 NK_API int32_t nk_add(nk_pool *pool, float *out, const float *a, const float *b, int64_t n);
+/* out = gelu(gate) * up, GELU in its tanh approximation. */
+NK_API int32_t nk_gelu_mul(nk_pool *pool, float *out, const float *gate, const float *up,
+                           int64_t n);
+/* out[r][c] = a[r][c] + bias[c] over n values (whole rows of cols). */
+NK_API int32_t nk_add_bias(nk_pool *pool, float *out, const float *a, const float *bias,
+                           int64_t n, int64_t cols);
+/* out = a * factor over n values. */
+NK_API int32_t nk_scale(nk_pool *pool, float *out, const float *a, float factor, int64_t n);
 
 /* Runs a list of ops recorded by the binding (layout in oplist.c) in order; stops at the
  * first that fails, returning its code with its index in *failed (those before it ran).

@@ -203,7 +203,24 @@ typedef struct {
   const int32_t *block_table, *positions;
   int64_t n_tokens, n_heads, n_kv_heads, head_dim;
   float scale;
+  /* Positions a row sees, counting its own (0: all of them). */
+  int64_t window;
 } nk_attn;
+
+/* The first position token t of `a` sees. */
+static inline int64_t nk_attn_first(const nk_attn *a, int64_t t) {
+  const int64_t first = a->window > 0 ? (int64_t)a->positions[t] - a->window + 1 : 0;
+  return first > 0 ? first : 0;
+}
+
+/* The positions [p0 + lo, p0 + hi) of the tile of n from p0 that token t sees (lo == hi:
+ * none). */
+static inline void nk_attn_tile_span(const nk_attn *a, int64_t t, int64_t p0, int64_t n,
+                                     int64_t *lo, int64_t *hi) {
+  const int64_t end = a->positions[t] + 1 - p0, first = nk_attn_first(a, t) - p0;
+  *hi = end < 0 ? 0 : end < n ? end : n;
+  *lo = first < 0 ? 0 : first < *hi ? first : *hi;
+}
 
 /*
  * How far ahead of the bytes being computed a row-by-row pass prefetches, by where the
@@ -278,6 +295,7 @@ typedef struct {
   void (*fgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
   void (*rmsnorm_row)(float *out, const float *x, const float *w, int64_t dim, float eps);
   void (*silu_mul)(float *out, const float *gate, const float *up, int64_t n);
+  void (*gelu_mul)(float *out, const float *gate, const float *up, int64_t n);
   void (*add)(float *out, const float *a, const float *b, int64_t n);
   void (*rope_apply)(float *x, int64_t n_heads, int64_t head_dim, const float *cs);
   /* Tokens [t0, t0 + nt), nt <= nk_attn_tile_tokens(a), for kv head kvh. */

@@ -25,6 +25,9 @@ enum {
   OP_ADD = 8,
   OP_GATHER_ROWS = 9,
   OP_ARGMAX_ROWS = 10,
+  OP_GELU_MUL = 11,
+  OP_ADD_BIAS = 12,
+  OP_SCALE = 13,
 };
 
 #define HEADER 2
@@ -71,11 +74,14 @@ static int64_t fixed_words(int32_t code) {
   switch (code) {
     case OP_GET_ROWS: return 7;
     case OP_RMSNORM: return 6;
-    case OP_ROPE: return 6;
+    case OP_ROPE: return 9;
     case OP_KV_STORE: return 12;
-    case OP_ATTENTION: return 14;
+    case OP_ATTENTION: return 15;
     case OP_SILU_MUL: return 4;
+    case OP_GELU_MUL: return 4;
     case OP_ADD: return 4;
+    case OP_ADD_BIAS: return 5;
+    case OP_SCALE: return 4;
     case OP_GATHER_ROWS: return 5;
     case OP_ARGMAX_ROWS: return 4;
     default: return -1;
@@ -93,8 +99,8 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
     case OP_RMSNORM:
       return nk_rmsnorm(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]), i64(a[4]), (float)a[5]);
     case OP_ROPE:
-      return nk_rope_neox(pool, ptr(a[0]), i64(a[1]), i64(a[2]), i64(a[3]), ints + i64(a[4]),
-                          (float)a[5]);
+      return nk_rope(pool, ptr(a[0]), i64(a[1]), i64(a[2]), i64(a[3]), ints + i64(a[4]),
+                     (float)a[5], (float)a[6], ptr(a[7]), (int32_t)i64(a[8]));
     case OP_KV_STORE:
       return nk_kv_store(pool, ptr(a[0]), ptr(a[1]), (int32_t)i64(a[2]), i64(a[3]),
                          (int32_t)i64(a[4]), ints + i64(a[5]), ints + i64(a[6]), ints + i64(a[7]),
@@ -102,9 +108,14 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
     case OP_ATTENTION:
       return nk_attention(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), ptr(a[3]), (int32_t)i64(a[4]),
                           i64(a[5]), (int32_t)i64(a[6]), ints + i64(a[7]), ints + i64(a[8]),
-                          ints + i64(a[9]), i64(a[10]), i64(a[11]), i64(a[12]), (float)a[13]);
+                          ints + i64(a[9]), i64(a[10]), i64(a[11]), i64(a[12]), (float)a[13],
+                          i64(a[14]));
     case OP_SILU_MUL: return nk_silu_mul(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
+    case OP_GELU_MUL: return nk_gelu_mul(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
     case OP_ADD: return nk_add(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]));
+    case OP_ADD_BIAS:
+      return nk_add_bias(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]), i64(a[4]));
+    case OP_SCALE: return nk_scale(pool, ptr(a[0]), ptr(a[1]), (float)a[2], i64(a[3]));
     case OP_GATHER_ROWS:
       return gather_rows(ptr(a[0]), ptr(a[1]), i64(a[2]), ints + i64(a[3]), i64(a[4]));
     case OP_ARGMAX_ROWS: return nk_argmax_rows(pool, ptr(a[0]), i64(a[1]), i64(a[2]), ptr(a[3]));

@@ -78,45 +78,81 @@ int32_t nk_get_rows(nk_pool *pool, int32_t type, const void *table, int64_t n_ro
   return NK_OK;
 }
 
+enum { EW_SILU_MUL, EW_GELU_MUL, EW_ADD, EW_ADD_BIAS, EW_SCALE };
+
+/* One element-wise op over n values: b is a second operand of n values, or for EW_ADD_BIAS
+ * one row of `cols` added to every row; EW_SCALE reads no b. */
 typedef struct {
   const nk_isa_ops *ops;
+  int32_t kind;
   float *out;
   const float *a, *b;
-  int64_t n;
-  int32_t silu;
+  int64_t n, cols;
+  float factor;
 } ew_args;
+
+static void ew_span(const ew_args *e, int64_t i0, int64_t n) {
+  float *out = e->out + i0;
+  const float *a = e->a + i0;
+  switch (e->kind) {
+    case EW_SILU_MUL: e->ops->silu_mul(out, a, e->b + i0, n); break;
+    case EW_GELU_MUL: e->ops->gelu_mul(out, a, e->b + i0, n); break;
+    case EW_ADD: e->ops->add(out, a, e->b + i0, n); break;
+    case EW_ADD_BIAS:
+      for (int64_t i = 0, c = i0 % e->cols; i < n; i++, c = c + 1 == e->cols ? 0 : c + 1) {
+        out[i] = a[i] + e->b[c];
+      }
+      break;
+    default:
+      for (int64_t i = 0; i < n; i++) out[i] = a[i] * e->factor;
+      break;
+  }
+}
 
 static void ew_task(void *arg, int32_t ith, int32_t nth) {
   const ew_args *e = arg;
   const int64_t per = nk_round_up((e->n + nth - 1) / nth, 16);
   const int64_t i0 = ith * per;
   if (i0 >= e->n) return;
-  const int64_t n = e->n - i0 < per ? e->n - i0 : per;
-  if (e->silu) {
-    e->ops->silu_mul(e->out + i0, e->a + i0, e->b + i0, n);
-  } else {
-    e->ops->add(e->out + i0, e->a + i0, e->b + i0, n);
-  }
+  ew_span(e, i0, e->n - i0 < per ? e->n - i0 : per);
 }
 
-static int32_t elementwise(nk_pool *pool, float *out, const float *a, const float *b, int64_t n,
-                           int32_t silu) {
-  if (!pool || !out || !a || !b || n < 0) return NK_EINVAL;
-  ew_args e = {nk_pool_ops(pool), out, a, b, n, silu};
-  if (n < PARALLEL_MIN) {
-    ew_task(&e, 0, 1);
+/* Runs e (its ops filled in here, once the pool is known to be one). */
+static int32_t elementwise(nk_pool *pool, ew_args e_in) {
+  ew_args *e = &e_in;
+  if (!pool || !e->out || !e->a || (e->kind != EW_SCALE && !e->b) || e->n < 0 ||
+      (e->kind == EW_ADD_BIAS && (e->cols <= 0 || e->n % e->cols != 0)) ||
+      (e->kind == EW_SCALE && !isfinite(e->factor))) {
+    return NK_EINVAL;
+  }
+  e->ops = nk_pool_ops(pool);
+  if (e->n < PARALLEL_MIN) {
+    ew_task(e, 0, 1);
   } else {
-    nk_pool_run(pool, ew_task, &e);
+    nk_pool_run(pool, ew_task, e);
   }
   return NK_OK;
 }
 
 int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const float *up, int64_t n) {
-  return elementwise(pool, out, gate, up, n, 1);
+  return elementwise(pool, (ew_args){NULL, EW_SILU_MUL, out, gate, up, n, 1, 0});
+}
+
+int32_t nk_gelu_mul(nk_pool *pool, float *out, const float *gate, const float *up, int64_t n) {
+  return elementwise(pool, (ew_args){NULL, EW_GELU_MUL, out, gate, up, n, 1, 0});
 }
 
 int32_t nk_add(nk_pool *pool, float *out, const float *a, const float *b, int64_t n) {
-  return elementwise(pool, out, a, b, n, 0);
+  return elementwise(pool, (ew_args){NULL, EW_ADD, out, a, b, n, 1, 0});
+}
+
+int32_t nk_add_bias(nk_pool *pool, float *out, const float *a, const float *bias, int64_t n,
+                    int64_t cols) {
+  return elementwise(pool, (ew_args){NULL, EW_ADD_BIAS, out, a, bias, n, cols, 0});
+}
+
+int32_t nk_scale(nk_pool *pool, float *out, const float *a, float factor, int64_t n) {
+  return elementwise(pool, (ew_args){NULL, EW_SCALE, out, a, NULL, n, 1, factor});
 }
 
 typedef struct {

@@ -1,11 +1,12 @@
 /*
- * nk_rope_neox and the angle tables it rotates by. A position's cos and sin (head_dim / 2
- * of each) are the same in every layer and for q and k alike, so the pool keeps them per
- * position: a step computes each of its positions' 64 cosf/sinf pairs (for a 128-wide
+ * nk_rope and the angle tables it rotates by. A position's cos and sin (head_dim / 2 of
+ * each) are the same in every layer (of one rope) and for q and k alike, so the pool keeps
+ * them per position: a step computes each of its positions' 64 cosf/sinf pairs (for a 128-wide
  * head) once instead of twice per layer, which a 512-token prefill chunk felt (3%).
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nk_internal.h"
 
@@ -14,9 +15,17 @@
 #define ROPE_MIN 64
 #define ROPE_MAX 8192
 
-struct nk_rope_cache {
+/* The angles of one rope: what a table depends on besides the position. */
+typedef struct {
   int64_t head_dim;
-  float freq_base;
+  float freq_base, freq_scale;
+  /* A copy of the divisors (head_dim / 2), or NULL. */
+  float *factors;
+} rope_key;
+
+/* Tables for one key. */
+typedef struct {
+  rope_key key;
   int64_t cap;
   /* The position whose table a slot holds (-1: none) and the call that last wrote it. */
   int32_t *pos;
@@ -24,48 +33,96 @@ struct nk_rope_cache {
   uint32_t call;
   /* cap tables of head_dim floats: the cosines, then the sines. */
   float *tab;
+} rope_tables;
+
+/* Two keys, so that a model alternating two ropes layer by layer (Gemma 3's local and
+ * global layers) finds both. */
+#define ROPE_KEYS 2
+
+struct nk_rope_cache {
+  rope_tables *t[ROPE_KEYS];
+  /* The entry the next new key replaces. */
+  int32_t next;
 };
+
+static void rope_tables_free(rope_tables *t) {
+  if (!t) return;
+  free(t->key.factors);
+  free(t->pos);
+  free(t->stamp);
+  nk_free(t->tab);
+  free(t);
+}
 
 void nk_rope_cache_free(nk_rope_cache *c) {
   if (!c) return;
-  free(c->pos);
-  free(c->stamp);
-  nk_free(c->tab);
+  for (int i = 0; i < ROPE_KEYS; i++) rope_tables_free(c->t[i]);
   free(c);
 }
 
-/* ggml's angles: theta advances by repeated f32 multiplication, as ggml computes it. */
-static void rope_angles(int32_t pos, int64_t head_dim, float freq_base, float *cs) {
-  const int64_t half = head_dim / 2;
-  const float theta_scale = powf(freq_base, -2.0f / (float)head_dim);
+/* ggml's angles: theta advances by repeated f32 multiplication, then is divided by the
+ * pair's factor and scaled, as ggml's rope cache computes it. */
+static void rope_angles(int32_t pos, const rope_key *k, const float *factors, float *cs) {
+  const int64_t half = k->head_dim / 2;
+  const float theta_scale = powf(k->freq_base, -2.0f / (float)k->head_dim);
   float theta = (float)pos;
   for (int64_t i = 0; i < half; i++) {
-    cs[i] = cosf(theta);
-    cs[half + i] = sinf(theta);
+    const float angle = k->freq_scale * (factors ? theta / factors[i] : theta);
+    cs[i] = cosf(angle);
+    cs[half + i] = sinf(angle);
     theta *= theta_scale;
   }
 }
 
-/* A cache for head_dim and freq_base holding at least `n` positions (emptied when it
- * changes shape); NULL when out of memory. */
-static nk_rope_cache *rope_cache(nk_pool *pool, int64_t head_dim, float freq_base, int64_t n) {
+static int same_key(const rope_key *a, const rope_key *b) {
+  if (a->head_dim != b->head_dim || a->freq_base != b->freq_base ||
+      a->freq_scale != b->freq_scale || (a->factors == NULL) != (b->factors == NULL)) {
+    return 0;
+  }
+  return !a->factors || memcmp(a->factors, b->factors, (size_t)(a->head_dim / 2) * 4) == 0;
+}
+
+/* Tables for `key` holding at least `n` positions (a changed key takes the older entry's
+ * place); NULL when out of memory. */
+static rope_tables *rope_cache(nk_pool *pool, const rope_key *key, int64_t n) {
   nk_rope_cache *c = nk_pool_rope_cache(pool);
+  if (!c) {
+    c = calloc(1, sizeof(nk_rope_cache));
+    if (!c) return NULL;
+    nk_pool_set_rope_cache(pool, c);
+  }
   int64_t cap = ROPE_MIN;
   while (cap < n && cap < ROPE_MAX) cap *= 2;
-  if (c && c->head_dim == head_dim && c->freq_base == freq_base && c->cap >= cap) return c;
-  if (c && c->cap > cap) cap = c->cap;
-  nk_rope_cache *fresh = calloc(1, sizeof(nk_rope_cache));
-  if (fresh) {
-    *fresh = (nk_rope_cache){head_dim, freq_base, cap, malloc((size_t)cap * sizeof(int32_t)),
-                             calloc((size_t)cap, sizeof(uint32_t)), 0,
-                             nk_alloc((uint64_t)(cap * head_dim) * sizeof(float))};
+  int32_t slot = -1;
+  for (int32_t i = 0; i < ROPE_KEYS; i++) {
+    if (c->t[i] && same_key(&c->t[i]->key, key)) slot = i;
   }
-  if (!fresh || !fresh->pos || !fresh->stamp || !fresh->tab) {
-    nk_rope_cache_free(fresh);
+  if (slot >= 0 && c->t[slot]->cap >= cap) return c->t[slot];
+  if (slot >= 0 && c->t[slot]->cap > cap) cap = c->t[slot]->cap;
+  if (slot < 0) {
+    slot = c->next;
+    c->next = (c->next + 1) % ROPE_KEYS;
+  }
+  const size_t fbytes = (size_t)(key->head_dim / 2) * 4;
+  rope_tables *fresh = calloc(1, sizeof(rope_tables));
+  if (fresh) {
+    *fresh = (rope_tables){{key->head_dim, key->freq_base, key->freq_scale,
+                            key->factors ? malloc(fbytes) : NULL},
+                           cap,
+                           malloc((size_t)cap * sizeof(int32_t)),
+                           calloc((size_t)cap, sizeof(uint32_t)),
+                           0,
+                           nk_alloc((uint64_t)(cap * key->head_dim) * sizeof(float))};
+  }
+  if (!fresh || !fresh->pos || !fresh->stamp || !fresh->tab ||
+      (key->factors && !fresh->key.factors)) {
+    rope_tables_free(fresh);
     return NULL;
   }
+  if (key->factors) memcpy(fresh->key.factors, key->factors, fbytes);
   for (int64_t s = 0; s < cap; s++) fresh->pos[s] = -1;
-  nk_pool_set_rope_cache(pool, fresh);
+  rope_tables_free(c->t[slot]);
+  c->t[slot] = fresh;
   return fresh;
 }
 
@@ -73,29 +130,56 @@ typedef struct {
   const nk_isa_ops *ops;
   float *x;
   int64_t n_tokens, n_heads, head_dim;
+  int32_t mode;
   /* Each token's angle table. */
   const float *const *tables;
 } rope_args;
 
-static void rope_task(void *arg, int32_t ith, int32_t nth) {
-  const rope_args *r = arg;
-  for (int64_t t = ith; t < r->n_tokens; t += nth) {
-    r->ops->rope_apply(r->x + t * r->n_heads * r->head_dim, r->n_heads, r->head_dim,
-                       r->tables[t]);
+/* NORM mode: each head's pairs (2i, 2i + 1), turned by angle i. */
+static void rope_apply_norm(float *x, int64_t n_heads, int64_t head_dim, const float *cs) {
+  const int64_t half = head_dim / 2;
+  const float *cos_t = cs, *sin_t = cs + half;
+  for (int64_t h = 0; h < n_heads; h++) {
+    float *v = x + h * head_dim;
+    for (int64_t i = 0; i < half; i++) {
+      const float x0 = v[2 * i], x1 = v[2 * i + 1];
+      v[2 * i] = x0 * cos_t[i] - x1 * sin_t[i];
+      v[2 * i + 1] = x0 * sin_t[i] + x1 * cos_t[i];
+    }
   }
 }
 
-int32_t nk_rope_neox(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
-                     const int32_t *positions, float freq_base) {
+static void rope_task(void *arg, int32_t ith, int32_t nth) {
+  const rope_args *r = arg;
+  for (int64_t t = ith; t < r->n_tokens; t += nth) {
+    float *x = r->x + t * r->n_heads * r->head_dim;
+    if (r->mode == NK_ROPE_NORM) {
+      rope_apply_norm(x, r->n_heads, r->head_dim, r->tables[t]);
+    } else {
+      r->ops->rope_apply(x, r->n_heads, r->head_dim, r->tables[t]);
+    }
+  }
+}
+
+int32_t nk_rope(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                const int32_t *positions, float freq_base, float freq_scale,
+                const float *freq_factors, int32_t mode) {
   if (!pool || !x || !positions || n_tokens < 0 || n_heads <= 0 || head_dim <= 0 ||
-      head_dim % 2 != 0 || !(freq_base > 0.0f)) {
+      head_dim % 2 != 0 || !(freq_base > 0.0f) || !(freq_scale > 0.0f) ||
+      !isfinite(freq_scale) || (mode != NK_ROPE_NEOX && mode != NK_ROPE_NORM)) {
     return NK_EINVAL;
   }
   for (int64_t t = 0; t < n_tokens; t++) {
     if (positions[t] < 0) return NK_EINVAL;
   }
+  if (freq_factors) {
+    for (int64_t i = 0; i < head_dim / 2; i++) {
+      if (!(freq_factors[i] > 0.0f) || !isfinite(freq_factors[i])) return NK_EINVAL;
+    }
+  }
   if (n_tokens == 0) return NK_OK;
-  nk_rope_cache *c = rope_cache(pool, head_dim, freq_base, n_tokens);
+  const rope_key key = {head_dim, freq_base, freq_scale, (float *)freq_factors};
+  rope_tables *c = rope_cache(pool, &key, n_tokens);
   const float **tables = malloc((size_t)n_tokens * sizeof(float *));
   float *own = NULL;
   int32_t rc = c && tables ? NK_OK : NK_ENOMEM;
@@ -112,20 +196,20 @@ int32_t nk_rope_neox(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads,
         rc = NK_ENOMEM;
         break;
       }
-      rope_angles(p, head_dim, freq_base, own + t * head_dim);
+      rope_angles(p, &key, freq_factors, own + t * head_dim);
       tables[t] = own + t * head_dim;
       continue;
     }
     float *slot = c->tab + s * head_dim;
     if (c->pos[s] != p) {
-      rope_angles(p, head_dim, freq_base, slot);
+      rope_angles(p, &key, freq_factors, slot);
       c->pos[s] = p;
     }
     c->stamp[s] = c->call;
     tables[t] = slot;
   }
   if (rc == NK_OK) {
-    rope_args r = {nk_pool_ops(pool), x, n_tokens, n_heads, head_dim, tables};
+    rope_args r = {nk_pool_ops(pool), x, n_tokens, n_heads, head_dim, mode, tables};
     if (n_tokens * n_heads * head_dim < PARALLEL_MIN) {
       rope_task(&r, 0, 1);
     } else {

@@ -5,10 +5,13 @@
  * sequence s's block table is tables[s * table_stride ...].
  *
  * Attention is split-K flash-decoding: attn_split_* computes, for one (row, head, split),
- * the unnormalised softmax-weighted sum of V over its share of positions 0..pos[row] along
- * with the running max and normaliser; attn_combine merges the splits. The number of
+ * the unnormalised softmax-weighted sum of V over its share of the positions the row sees
+ * along with the running max and normaliser; attn_combine merges the splits. The number of
  * splits is a launch parameter chosen from shapes alone (never from positions), so a
  * captured CUDA graph stays valid as sequences grow.
+ *
+ * A row at position p sees positions 0..p, or under a sliding window of `window` (> 0)
+ * positions p - window + 1..p (llama.cpp's SWA mask, Gemma 3's local layers).
  */
 #include "common.cuh"
 
@@ -23,6 +26,11 @@ __device__ __forceinline__ void kv_put(uint16_t *p, float v) { *p = f32_to_f16(v
 
 __device__ __forceinline__ size_t kv_slot(const int *table, int pos, int block_size) {
   return (size_t)table[pos / block_size] * block_size + pos % block_size;
+}
+
+/* The first position a row at `pos` sees (window 0: no window). */
+__device__ __forceinline__ int attn_first(int pos, int window) {
+  return window > 0 ? imax(0, pos - window + 1) : 0;
 }
 
 /* Writes each row's K and V (kv_dim = kv_heads * head_dim values) at its position's slot.
@@ -60,8 +68,9 @@ extern "C" __global__ void kv_store_f16(uint16_t *kc, uint16_t *vc, const float 
 EXPORT_KERNEL(kv_store_f16)
 
 /*
- * grid (heads, rows, splits), 128 threads. Each warp walks every 4th position of the
- * split; a lane holds head_dim / 32 elements (head_dim a multiple of 32, at most 256).
+ * grid (heads, rows, splits), 128 threads. The positions a row sees are cut into `splits`
+ * equal shares; each warp walks every 4th position of its block's share; a lane holds
+ * head_dim / 32 elements (head_dim a multiple of 32, at most 256).
  * Output per (row, head, split) s: ml[2s] = max score, ml[2s+1] = sum of exp(score - max),
  * acc[s * head_dim ...] = sum of exp(score - max) * V.
  */
@@ -71,15 +80,15 @@ __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const 
                                            const int *row_seq, const int *tables,
                                            int table_stride, int heads, int kv_heads,
                                            int head_dim, int block_size, int splits,
-                                           float scale) {
+                                           float scale, int window) {
   __shared__ float sm_m[ATTN_WARPS], sm_l[ATTN_WARPS];
   __shared__ float sm_acc[ATTN_WARPS][MAX_HEAD_DIM];
   const int h = blockIdx.x, t = blockIdx.y, s = blockIdx.z;
   const int seq = row_seq[t];
   if (seq < 0) return;
-  const int len = positions[t] + 1;
-  const int chunk = (len + splits - 1) / splits;
-  const int p0 = s * chunk, p1 = imin(len, p0 + chunk);
+  const int first = attn_first(positions[t], window), len = positions[t] + 1;
+  const int chunk = (len - first + splits - 1) / splits;
+  const int p0 = first + s * chunk, p1 = imin(len, p0 + chunk);
   const int kvh = h / (heads / kv_heads);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int dpl = head_dim >> 5;
@@ -136,9 +145,9 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS)
     attn_split_f32(float *acc, float *ml, const float *q, const float *kc, const float *vc,
                    const int *positions, const int *row_seq, const int *tables,
                    int table_stride, int heads, int kv_heads, int head_dim, int block_size,
-                   int splits, float scale) {
+                   int splits, float scale, int window) {
   attn_split(acc, ml, q, kc, vc, positions, row_seq, tables, table_stride, heads, kv_heads,
-             head_dim, block_size, splits, scale);
+             head_dim, block_size, splits, scale, window);
 }
 EXPORT_KERNEL(attn_split_f32)
 
@@ -146,9 +155,9 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS)
     attn_split_f16(float *acc, float *ml, const float *q, const uint16_t *kc,
                    const uint16_t *vc, const int *positions, const int *row_seq,
                    const int *tables, int table_stride, int heads, int kv_heads, int head_dim,
-                   int block_size, int splits, float scale) {
+                   int block_size, int splits, float scale, int window) {
   attn_split(acc, ml, q, kc, vc, positions, row_seq, tables, table_stride, heads, kv_heads,
-             head_dim, block_size, splits, scale);
+             head_dim, block_size, splits, scale, window);
 }
 EXPORT_KERNEL(attn_split_f16)
 
@@ -156,10 +165,11 @@ EXPORT_KERNEL(attn_split_f16)
  * Causal attention for the prefill rows of one sequence: grid (heads, ceil(row_count / 16)),
  * 128 threads; rows row_start.. of the step, `table` the sequence's block table. A block
  * takes 16 consecutive rows (4 per warp) of one head and walks the cache in tiles of 32
- * positions staged in shared memory (K padded against bank conflicts): lane j scores
- * position j of the tile, then the warp folds the tile into each row's running softmax,
- * lanes now holding head dimensions. Positions past a row's own are masked. head_dim a
- * multiple of 32, at most 128.
+ * positions staged in shared memory (K padded against bank conflicts), from the first
+ * position any of its rows sees: lane j scores position j of the tile, then the warp folds
+ * the tile into each row's running softmax, lanes now holding head dimensions. Positions a
+ * row does not see are masked, and a row skips the tiles that hold none it sees, so every
+ * tile it folds has a finite score. head_dim a multiple of 32, at most 128.
  */
 #define PF_ROWS 16
 #define PF_TILE 32
@@ -170,7 +180,7 @@ __device__ __forceinline__ void attn_prefill(float *out, const float *q, const K
                                              const KV *vc, const int *positions,
                                              const int *table, int row_start, int row_count,
                                              int heads, int kv_heads, int head_dim,
-                                             int block_size, float scale) {
+                                             int block_size, float scale, int window) {
   __shared__ float qs[PF_ROWS][PF_MAX_DIM];
   __shared__ float ks[PF_TILE][PF_MAX_DIM + 1];
   __shared__ float vs[PF_TILE][PF_MAX_DIM];
@@ -181,24 +191,29 @@ __device__ __forceinline__ void attn_prefill(float *out, const float *q, const K
   const int dpl = head_dim >> 5;
   const int nrows = imin(PF_ROWS, row_count - r0);
 
-  int last = 0;
-  for (int i = 0; i < nrows; i++) last = imax(last, positions[row_start + r0 + i]);
+  int last = 0, start = 0x7fffffff;
+  for (int i = 0; i < nrows; i++) {
+    const int p = positions[row_start + r0 + i];
+    last = imax(last, p);
+    start = imin(start, attn_first(p, window));
+  }
   for (int e = threadIdx.x; e < PF_ROWS * head_dim; e += blockDim.x) {
     const int i = e / head_dim, d = e % head_dim;
     qs[i][d] = i < nrows ? q[((size_t)(row_start + r0 + i) * heads + h) * head_dim + d] * scale
                          : 0.0f;
   }
   float m[4], l[4], acc[4][4];
-  int pos[4];
+  int pos[4], first[4];
 #pragma unroll
   for (int k = 0; k < 4; k++) {
     const int i = warp * 4 + k;
     pos[k] = i < nrows ? positions[row_start + r0 + i] : -1;
+    first[k] = attn_first(pos[k], window);
     m[k] = NEG_INF, l[k] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 4; j++) acc[k][j] = 0.0f;
   }
-  for (int t0 = 0; t0 <= last; t0 += PF_TILE) {
+  for (int t0 = start; t0 <= last; t0 += PF_TILE) {
     __syncthreads();
     for (int e = threadIdx.x; e < PF_TILE * head_dim; e += blockDim.x) {
       const int j = e / head_dim, d = e % head_dim;
@@ -214,11 +229,11 @@ __device__ __forceinline__ void attn_prefill(float *out, const float *q, const K
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-      if (pos[k] < t0) continue;
+      if (pos[k] < t0 || first[k] >= t0 + PF_TILE) continue;
       const float *qr = qs[warp * 4 + k];
       float score = 0.0f;
       for (int d = 0; d < head_dim; d++) score += qr[d] * ks[lane][d];
-      if (t0 + lane > pos[k]) score = NEG_INF;
+      if (t0 + lane > pos[k] || t0 + lane < first[k]) score = NEG_INF;
       const float mn = fmaxf(m[k], warp_max(score));
       const float c = expf(m[k] - mn);
       const float p = score == NEG_INF ? 0.0f : expf(score - mn);
@@ -248,18 +263,20 @@ __device__ __forceinline__ void attn_prefill(float *out, const float *q, const K
 extern "C" __global__ void __launch_bounds__(128)
     attn_prefill_f32(float *out, const float *q, const float *kc, const float *vc,
                      const int *positions, const int *table, int row_start, int row_count,
-                     int heads, int kv_heads, int head_dim, int block_size, float scale) {
+                     int heads, int kv_heads, int head_dim, int block_size, float scale,
+                     int window) {
   attn_prefill(out, q, kc, vc, positions, table, row_start, row_count, heads, kv_heads,
-               head_dim, block_size, scale);
+               head_dim, block_size, scale, window);
 }
 EXPORT_KERNEL(attn_prefill_f32)
 
 extern "C" __global__ void __launch_bounds__(128)
     attn_prefill_f16(float *out, const float *q, const uint16_t *kc, const uint16_t *vc,
                      const int *positions, const int *table, int row_start, int row_count,
-                     int heads, int kv_heads, int head_dim, int block_size, float scale) {
+                     int heads, int kv_heads, int head_dim, int block_size, float scale,
+                     int window) {
   attn_prefill(out, q, kc, vc, positions, table, row_start, row_count, heads, kv_heads,
-               head_dim, block_size, scale);
+               head_dim, block_size, scale, window);
 }
 EXPORT_KERNEL(attn_prefill_f16)
 

@@ -1,9 +1,10 @@
 /*
- * The small per-element and per-row operations of a transformer step: RMSNorm, NeoX RoPE,
- * SiLU-gate, add, row gather, embedding lookup, argmax, f16 conversions. All activations
- * are f32, row-major.
+ * The small per-element and per-row operations of a transformer step: RMSNorm, RoPE (both
+ * ggml layouts), SiLU and GELU gates, add, bias, scale, row gather, embedding lookup,
+ * argmax, f16 conversions. All activations are f32, row-major.
  */
 #include "quant.cuh"
+#include "rope.cuh"
 
 /* One warp per group of `dim` values; grid ceil(groups / 4), 128 threads. `out` may be `x`. */
 extern "C" __global__ void rms_norm_warp(float *out, const float *x, const float *w, int groups,
@@ -38,25 +39,22 @@ extern "C" __global__ void rms_norm_block(float *out, const float *x, const floa
 EXPORT_KERNEL(rms_norm_block)
 
 /*
- * NeoX rotary embedding in place: in each head, pair (i, i + dim/2) turns by
- * pos * base^(-2i/dim). grid (ceil(heads * dim/2 / 128), rows), 128 threads.
+ * Rotary embedding in place (rope.cuh): thread k turns pair k % (dim/2) of head
+ * k / (dim/2). grid (ceil(heads * dim/2 / 128), rows), 128 threads.
  */
-extern "C" __global__ void rope_neox(float *x, const int *positions, int rows, int heads,
-                                     int dim, float base) {
+extern "C" __global__ void rope(float *x, const int *positions, const float *factors, int rows,
+                                int heads, int dim, float base, float freq_scale, int norm) {
   const int t = blockIdx.y;
   const int half = dim / 2;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= rows || k >= heads * half) return;
   const int h = k / half, i = k % half;
-  const float inv_freq = powf(base, -2.0f * (float)i / (float)dim);
-  float s, c;
-  sincosf((float)positions[t] * inv_freq, &s, &c);
-  float *p = x + ((size_t)t * heads + h) * dim;
-  const float a = p[i], b = p[i + half];
-  p[i] = a * c - b * s;
-  p[i + half] = a * s + b * c;
+  const RopeSpec r = {base, freq_scale, factors, norm};
+  float *p = x + ((size_t)t * heads + h) * dim + rope_first(i, norm);
+  const int gap = rope_gap(dim, norm);
+  rope_turn(p[0], p[gap], rope_angle((float)positions[t], i, dim, r), &p[0], &p[gap]);
 }
-EXPORT_KERNEL(rope_neox)
+EXPORT_KERNEL(rope)
 
 /* out = silu(gate) * up over n values; `out` may be `gate`. */
 extern "C" __global__ void silu_mul(float *out, const float *gate, const float *up, int n) {
@@ -67,6 +65,16 @@ extern "C" __global__ void silu_mul(float *out, const float *gate, const float *
 }
 EXPORT_KERNEL(silu_mul)
 
+/* out = gelu(gate) * up over n values, GELU in ggml's tanh form; `out` may be `gate`. */
+extern "C" __global__ void gelu_mul(float *out, const float *gate, const float *up, int n) {
+  const float sqrt_2_over_pi = 0.79788456080286535588f;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float g = gate[i];
+    out[i] = 0.5f * g * (1.0f + tanhf(sqrt_2_over_pi * g * (1.0f + 0.044715f * g * g))) * up[i];
+  }
+}
+EXPORT_KERNEL(gelu_mul)
+
 /* out = a + b over n values; `out` may be `a`. */
 extern "C" __global__ void add_f32(float *out, const float *a, const float *b, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -74,6 +82,23 @@ extern "C" __global__ void add_f32(float *out, const float *a, const float *b, i
   }
 }
 EXPORT_KERNEL(add_f32)
+
+/* out = a + bias on each row of `cols` (n values in all); `out` may be `a`. */
+extern "C" __global__ void add_bias(float *out, const float *a, const float *bias, int n,
+                                    int cols) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    out[i] = a[i] + bias[i % cols];
+  }
+}
+EXPORT_KERNEL(add_bias)
+
+/* out = a * factor over n values; `out` may be `a`. */
+extern "C" __global__ void scale_f32(float *out, const float *a, float factor, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    out[i] = a[i] * factor;
+  }
+}
+EXPORT_KERNEL(scale_f32)
 
 /* out[i] = a[idx[i]] for rows of `cols`; grid (ceil(cols / 256), n), 256 threads. */
 extern "C" __global__ void gather_rows(float *out, const float *a, const int *idx, int n,

@@ -6,9 +6,10 @@
  *   rms_norm_q8       rms_norm_block, then quantize_q8_1 of its output
  *   add_rms_norm      add_f32, then rms_norm_block of the sum
  *   add_rms_norm_q8   the same, then quantize_q8_1
- *   rms_norm_rope     rms_norm_warp per head in place, then rope_neox
+ *   rms_norm_rope     rms_norm_warp per head in place, then rope (either layout)
  */
 #include "common.cuh"
+#include "rope.cuh"
 
 #define NORM_THREADS 256
 
@@ -83,11 +84,12 @@ extern "C" __global__ void __launch_bounds__(NORM_THREADS)
 EXPORT_KERNEL(add_rms_norm_q8)
 
 /*
- * Per-head RMSNorm in place followed by NeoX RoPE at the row's position: one warp per
- * (row, head), grid ceil(rows * heads / 4), 128 threads.
+ * Per-head RMSNorm in place followed by RoPE at the row's position (rope.cuh), in either
+ * layout: one warp per (row, head), grid ceil(rows * heads / 4), 128 threads.
  */
 extern "C" __global__ void rms_norm_rope(float *x, const float *w, const int *positions,
-                                         int rows, int heads, int dim, float eps, float base) {
+                                         const float *factors, int rows, int heads, int dim,
+                                         float eps, float base, float freq_scale, int norm) {
   const int g = blockIdx.x * 4 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (g >= rows * heads) return;
@@ -96,16 +98,14 @@ extern "C" __global__ void rms_norm_rope(float *x, const float *w, const int *po
   for (int i = lane; i < dim; i += 32) s += xs[i] * xs[i];
   s = warp_sum(s);
   const float inv = rsqrtf(s / (float)dim + eps);
-  const int half = dim / 2;
+  const RopeSpec r = {base, freq_scale, factors, norm};
   const float pos = (float)positions[g / heads];
-  for (int i = lane; i < half; i += 32) {
-    const float a = xs[i] * inv * w[i];
-    const float b = xs[i + half] * inv * w[i + half];
-    const float inv_freq = powf(base, -2.0f * (float)i / (float)dim);
-    float sn, cs;
-    sincosf(pos * inv_freq, &sn, &cs);
-    xs[i] = a * cs - b * sn;
-    xs[i + half] = a * sn + b * cs;
+  const int gap = rope_gap(dim, norm);
+  for (int i = lane; i < dim / 2; i += 32) {
+    const int j = rope_first(i, norm);
+    const float a = xs[j] * inv * w[j];
+    const float b = xs[j + gap] * inv * w[j + gap];
+    rope_turn(a, b, rope_angle(pos, i, dim, r), &xs[j], &xs[j + gap]);
   }
 }
 EXPORT_KERNEL(rms_norm_rope)

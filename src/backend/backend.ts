@@ -105,6 +105,25 @@ export interface AttentionShape {
   headDim: number;
   /** Softmax scale, usually 1/sqrt(headDim). */
   scale: number;
+  /**
+   * Sliding-window attention: a token at position p sees positions p - window + 1 .. p
+   * only (llama.cpp's standard SWA mask). Absent or 0: every earlier position.
+   */
+  window?: number;
+}
+
+/**
+ * How a family rotates q and k, as ggml's rope computes it: the pair (a, b) of head
+ * features i turns by theta_i = freqScale * position * base^(-2i/headDim) / factor_i.
+ */
+export interface RopeSpec {
+  /** "neox" pairs feature i with i + headDim/2 (Qwen, Gemma); "norm" pairs 2i with 2i + 1 (Llama). */
+  style: "neox" | "norm";
+  base: number;
+  /** Linear position scaling, 1/factor of `rope.scaling.factor` (1: none). */
+  freqScale: number;
+  /** headDim/2 f32 divisors of the angles (Llama 3.1's rope_freqs.weight); null: all 1. */
+  freqFactors: Weight | null;
 }
 
 /** Element types a collective reduces. */
@@ -218,14 +237,8 @@ export interface Backend {
    */
   matmulMany(outs: Activation[], ws: Weight[], x: Activation): void;
 
-  /** Rotary embedding, NeoX layout, in place on every head of every row at its position. */
-  ropeNeox(
-    x: Activation,
-    layout: StepLayout,
-    nHeads: number,
-    headDim: number,
-    freqBase: number,
-  ): void;
+  /** Rotary embedding, in place on every head of every row at its position. */
+  rope(x: Activation, layout: StepLayout, nHeads: number, headDim: number, spec: RopeSpec): void;
 
   /** Writes each row's K and V into the cache slot of its position. */
   storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void;
@@ -242,6 +255,18 @@ export interface Backend {
 
   /** out = silu(gate) * up, element-wise. `out` may be `gate`. */
   siluMul(out: Activation, gate: Activation, up: Activation): void;
+
+  /**
+   * out = gelu(gate) * up, element-wise, GELU in its tanh approximation (ggml's gelu).
+   * `out` may be `gate`.
+   */
+  geluMul(out: Activation, gate: Activation, up: Activation): void;
+
+  /** out = a + bias on every row (bias: one f32 row of a's width). `out` may be `a`. */
+  addBias(out: Activation, a: Activation, bias: Weight): void;
+
+  /** out = a * factor, element-wise. `out` may be `a`. */
+  scale(out: Activation, a: Activation, factor: number): void;
 
   /** out = a + b, element-wise. `out` may be `a`. */
   add(out: Activation, a: Activation, b: Activation): void;

@@ -10,11 +10,13 @@ export {
   ToolSchema,
 } from "./messages.ts";
 export {
+  type AddedSpecials,
   ChatTemplate,
   chatTemplateFromGguf,
   type RenderOptions,
   type SpecialTokenTexts,
 } from "./template.ts";
+export { type ChatFormat, detectChatFormat, type ToolCallSyntax } from "./format.ts";
 export {
   collect,
   type OutputEvent,

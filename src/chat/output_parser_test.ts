@@ -1,12 +1,6 @@
 import { assert, assertEquals } from "../../tests/support/assert.ts";
-import {
-  collect,
-  type OutputEvent,
-  OutputParser,
-  type OutputParserOptions,
-  type ParsedOutput,
-  parseOutput,
-} from "./output_parser.ts";
+import { assertEveryChunking, feed } from "../../tests/support/chunking.ts";
+import { OutputParser, type OutputParserOptions, type ParsedOutput } from "./output_parser.ts";
 import { promptOpensReasoning } from "./reasoning.ts";
 
 interface Case {
@@ -150,45 +144,9 @@ const CASES: Case[] = [
   },
 ];
 
-function feed(pieces: string[], options: OutputParserOptions): ParsedOutput {
-  const parser = new OutputParser(options);
-  const events: OutputEvent[] = [];
-  for (const piece of pieces) events.push(...parser.push(piece));
-  events.push(...parser.finish());
-  return collect(events);
-}
-
-// Pieces as an incremental detokenizer would produce them from the bytes cut at `cuts`.
-function byteSplit(text: string, cuts: number[]): string[] {
-  const bytes = new TextEncoder().encode(text);
-  const decoder = new TextDecoder();
-  const pieces: string[] = [];
-  let from = 0;
-  for (const cut of [...cuts, bytes.length]) {
-    pieces.push(decoder.decode(bytes.subarray(from, cut), { stream: true }));
-    from = cut;
-  }
-  pieces.push(decoder.decode());
-  return pieces;
-}
-
 for (const c of CASES) {
   Deno.test(`output parser: ${c.name}`, () => {
-    assertEquals(parseOutput(c.output, c.options), c.expected, "one shot");
-    for (let i = 0; i <= c.output.length; i++) {
-      assertEquals(
-        feed([c.output.slice(0, i), c.output.slice(i)], c.options),
-        c.expected,
-        `split at char ${i}`,
-      );
-    }
-    const length = new TextEncoder().encode(c.output).length;
-    for (let i = 0; i <= length; i++) {
-      assertEquals(feed(byteSplit(c.output, [i]), c.options), c.expected, `split at byte ${i}`);
-    }
-    const everyByte = Array.from({ length }, (_, i) => i + 1);
-    assertEquals(feed(byteSplit(c.output, everyByte), c.options), c.expected, "byte by byte");
-    assertEquals(feed([...c.output], c.options), c.expected, "char by char");
+    assertEveryChunking(c.output, c.options, c.expected);
   });
 }
 

@@ -73,7 +73,7 @@ for (const name of ["evaluate", "evaluateBlock"] as const) {
 }
 
 /** Jinja's `range`, refusing to build more than the active budget's items. */
-function boundedRange(start: number, stop?: number, step = 1): number[] {
+export function boundedRange(start: number, stop?: number, step = 1): number[] {
   const [from, to] = stop === undefined ? [0, start] : [start, stop];
   if (step === 0) throw new Error("range() step must not be zero");
   const n = Math.max(0, Math.ceil((to - from) / step));

@@ -3,6 +3,8 @@ import { fixture } from "../../tests/fixtures.ts";
 import { encodeGguf, Kv, openGguf, parseGgufBytes } from "../gguf/mod.ts";
 import { ChatError } from "./errors.ts";
 import { parseMessages, parseTools } from "./messages.ts";
+import { realTemplateOf } from "../../tests/chat/templates/mod.ts";
+import { strftime } from "./strftime.ts";
 import { ChatTemplate, chatTemplateFromGguf } from "./template.ts";
 
 const ECHO = "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}" +
@@ -173,4 +175,79 @@ Deno.test("a conversation ending in assistant text continues it instead of openi
     ChatError,
   );
   assertEquals(err.code, "invalid_request");
+});
+
+Deno.test("a BOS the tokenizer adds itself is not rendered twice; llama.cpp drops the template's", () => {
+  const source = "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}{{ eos_token }}";
+  const messages = parseMessages([{ role: "user", content: "hi" }]);
+  const special = { bosToken: "<s>", eosToken: "</s>" };
+  assertEquals(new ChatTemplate(source, special).render(messages), "<s>hi</s>");
+  assertEquals(new ChatTemplate(source, { ...special, addBos: true }).render(messages), "hi</s>");
+  assertEquals(
+    new ChatTemplate(source, { ...special, addBos: true, addEos: true }).render(messages),
+    "hi",
+  );
+});
+
+Deno.test("a template's raise_exception is a template_render_failed naming its reason", () => {
+  const gemmaLike = new ChatTemplate(
+    "{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}" +
+      "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}" +
+      "{% endif %}{% endfor %}",
+  );
+  const err = assertThrows(
+    () =>
+      gemmaLike.render(
+        parseMessages([{ role: "user", content: "a" }, { role: "user", content: "b" }]),
+      ),
+    ChatError,
+  );
+  assertEquals(err.code, "template_render_failed");
+  assertEquals(
+    err.message,
+    "the model's chat template refused these messages: " +
+      "Conversation roles must alternate user/assistant/user/assistant/...",
+  );
+});
+
+Deno.test("templates see today's date_string and a C-locale strftime_now, as llama.cpp's", () => {
+  const t = new ChatTemplate("{{ date_string }}|{{ strftime_now('%A %d %B %Y') }}");
+  const messages = parseMessages([{ role: "user", content: "x" }]);
+  const [date, long] = t.render(messages).split("|");
+  assertEquals(date, strftime(new Date(), "%d %b %Y"));
+  assertEquals(long, strftime(new Date(), "%A %d %B %Y"));
+  assertEquals(
+    t.render(messages, { kwargs: { date_string: "26 Jul 2024" } }).split("|")[0],
+    "26 Jul 2024",
+  );
+  const then = t.render(messages, { now: new Date(2024, 6, 26) });
+  assertEquals(then.split("|")[0], "26 Jul 2024");
+  for (const name of ["raise_exception", "strftime_now", "range", "none"]) {
+    const err = assertThrows(() => t.render(messages, { kwargs: { [name]: 1 } }), ChatError);
+    assertEquals(err.code, "invalid_request", name);
+  }
+});
+
+Deno.test("Mistral's template gets tool-call arguments as objects, as llama.cpp gives them", () => {
+  const { source, bosToken, eosToken, addBos } = realTemplateOf("mistral-v0.3");
+  const t = new ChatTemplate(source, { bosToken, eosToken, addBos });
+  const text = t.render(parseMessages([
+    { role: "user", content: "Weather in Paris?" },
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: "abcDEF123",
+        type: "function",
+        function: { name: "get_weather", arguments: '{"city": "Paris"}' },
+      }],
+    },
+    { role: "tool", tool_call_id: "abcDEF123", content: "18C" },
+  ]));
+  assertEquals(
+    text,
+    '[INST] Weather in Paris?[/INST][TOOL_CALLS] [{"name": "get_weather", "arguments": ' +
+      '{"city": "Paris"}, "id": "abcDEF123"}]</s>[TOOL_RESULTS] {"content": 18C, ' +
+      '"call_id": "abcDEF123"}[/TOOL_RESULTS]',
+  );
 });

@@ -15,6 +15,8 @@ export interface ParsedToolCall {
   name: string;
   /** JSON text of the arguments object. */
   arguments: string;
+  /** The call's id, where the model wrote one (Mistral). */
+  id?: string;
 }
 
 export const TOOL_CALL_OPEN = "<tool_call>";

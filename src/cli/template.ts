@@ -1,6 +1,8 @@
 import { errorMessage } from "../common/errors.ts";
 import { openGguf } from "../gguf/mod.ts";
 import { ChatError, chatTemplateFromGguf, parseMessages, parseTools } from "../chat/mod.ts";
+import { addedSpecials } from "../frontend/mod.ts";
+import { loadTokenizer } from "../tokenizer/mod.ts";
 import { type Command, EXIT_OK, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
@@ -81,7 +83,8 @@ export const templateCommand: Command = {
 
     const file = openGguf(values.model);
     try {
-      const prompt = chatTemplateFromGguf(file).render(parseMessages(request.messages), {
+      const template = chatTemplateFromGguf(file, addedSpecials(loadTokenizer(file)));
+      const prompt = template.render(parseMessages(request.messages), {
         tools: tools === undefined || tools === null ? undefined : parseTools(tools),
         kwargs,
         addGenerationPrompt: !values["no-generation-prompt"],

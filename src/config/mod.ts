@@ -1,7 +1,7 @@
 /** neuron.toml: schema, loading with `NEURON_*` overrides, and the hub cache location. */
 export { ConfigError } from "./errors.ts";
 export { loadConfig, type LoadedConfig, validate } from "./load.ts";
-export { resolveHubCache } from "./hub_cache.ts";
+export { resolveHfHome, resolveHubCache, resolveTokenPath } from "./hub_cache.ts";
 export {
   type Config,
   configSchema,

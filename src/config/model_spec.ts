@@ -8,6 +8,8 @@ const fields = {
   model_id: z.string().min(1),
   harness: z.string().min(1),
   quant: z.string().min(1).nullish(),
+  /** Hub models: branch, tag or commit (also `org/name@revision`); absent = main. */
+  revision: z.string().min(1).max(255).nullish(),
   tensor_parallel: z.int().min(1).max(64).nullish(),
   devices: z.array(z.int().min(0)).min(1).nullish(),
   /** Another name requests may use for the model (llama-server's --alias). */

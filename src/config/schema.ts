@@ -36,6 +36,8 @@ export const nativeSchema = z.strictObject({
   kv_budget_mb: z.int().min(1).optional(),
   step_target_ms: z.int().min(1).max(60_000).default(150),
   sources: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/), sourceSchema).default({}),
+  // Longest a model fetch waits in all for a busy hub (429 with its Retry-After, 5xx).
+  hub_retry_secs: z.number().min(0).default(300),
   admission: admissionSchema.prefault({}),
 }).transform(({ kv_budget_mb, ...rest }) => ({
   ...rest,

@@ -78,5 +78,6 @@ export interface UsageCounts {
  */
 export type GenerationEvent =
   | { type: "delta"; reasoning?: string; content?: string; tokens: GeneratedToken[] }
-  | { type: "tool_call"; name: string; arguments: string }
+  /** `id` where the model gave one or its format needs one of a given form (Mistral). */
+  | { type: "tool_call"; name: string; arguments: string; id?: string }
   | { type: "done"; finishReason: FinishReason; usage: UsageCounts; fault?: GenerationFault };

@@ -6,9 +6,12 @@
  */
 
 import {
+  type AddedSpecials,
   ChatError,
+  type ChatFormat,
   type ChatTemplate,
   chatTemplateFromGguf,
+  detectChatFormat,
   OutputParser,
   promptOpensReasoning,
 } from "../chat/mod.ts";
@@ -35,11 +38,16 @@ export class FrontEnd {
   readonly tokenizer: Tokenizer;
   /** Null when the model has no usable template: completions still work, chat says why. */
   readonly template: ChatTemplate | null;
-  /** The tokenizer has `<think>`/`</think>` and `<tool_call>`/`</tool_call>`. */
+  /** How the model writes tool calls and reasoning, from its template (chat/format.ts). */
+  readonly format: ChatFormat;
+  /** The template knows `<think>` blocks and the tokenizer has `<think>`/`</think>`. */
   readonly hasReasoning: boolean;
+  /** The template has a tool-call syntax neuron reads. */
   readonly hasToolCalls: boolean;
   /** The control token that opens every turn in this template's renders, if one does. */
   readonly #turnOpening: number | undefined;
+  /** Control tokens the tool-call reader must see as text. */
+  readonly #preserved: ReadonlySet<number>;
 
   constructor(
     tokenizer: Tokenizer,
@@ -49,21 +57,28 @@ export class FrontEnd {
   ) {
     this.tokenizer = tokenizer;
     this.template = template;
+    this.format = detectChatFormat(template?.source ?? "");
     const has = (...texts: string[]): boolean =>
       texts.every((t) => tokenizer.tokenId(t) !== undefined);
-    this.hasReasoning = has("<think>", "</think>");
-    this.hasToolCalls = has("<tool_call>", "</tool_call>");
+    this.hasReasoning = this.format.reasoning && has("<think>", "</think>");
+    this.hasToolCalls = this.format.toolCalls !== "none";
     this.#turnOpening = turnOpening(tokenizer, template);
+    this.#preserved = new Set(
+      this.format.preservedTokens.map((t) => tokenizer.tokenId(t)).filter((
+        id,
+      ): id is number => id !== undefined && tokenizer.isControl(id)),
+    );
   }
 
   static fromGguf(file: GgufFile, contextLength?: number): FrontEnd {
+    const tokenizer = loadTokenizer(file);
     let template: ChatTemplate | null = null;
     try {
-      template = chatTemplateFromGguf(file);
+      template = chatTemplateFromGguf(file, addedSpecials(tokenizer));
     } catch {
       // A model without a usable template still serves completions; chat says why.
     }
-    return new FrontEnd(loadTokenizer(file), template, contextLength);
+    return new FrontEnd(tokenizer, template, contextLength);
   }
 
   /**
@@ -95,11 +110,14 @@ export class FrontEnd {
         await pause();
       }
     }
+    const toolCalls = wantsParse && prompt.kind === "messages" && this.hasToolCalls &&
+      (prompt.tools?.length ?? 0) > 0;
     const parser = wantsParse
       ? new OutputParser({
         reasoning: this.hasReasoning,
         startInReasoning: prompt.kind !== "tokens" && promptOpensReasoning(text),
-        toolCalls: prompt.kind === "messages" && (prompt.tools?.length ?? 0) > 0,
+        toolCalls,
+        syntax: this.format.toolCalls,
         tools: prompt.kind === "messages" ? prompt.tools : undefined,
       })
       : null;
@@ -114,7 +132,10 @@ export class FrontEnd {
         topLogits: request.topLogits,
         reuseBoundary: opening >= 0 ? opening + 1 : undefined,
       },
-      output: new RequestOutput(this.tokenizer, parser, request.stop ?? [], sink),
+      output: new RequestOutput(this.tokenizer, parser, request.stop ?? [], sink, {
+        preserved: toolCalls ? this.#preserved : undefined,
+        newToolCallId: this.format.newToolCallId,
+      }),
     };
   }
 
@@ -146,6 +167,18 @@ export class FrontEnd {
       throw new FrontEndError(code, errorMessage(err), { cause: err });
     }
   }
+}
+
+/**
+ * Whether the tokenizer puts BOS before (EOS after) every prompt itself, so that the
+ * template's own is dropped.
+ */
+export function addedSpecials(tokenizer: Tokenizer): AddedSpecials {
+  const ids = tokenizer.encode("", { addSpecial: true });
+  const addBos = tokenizer.bosId !== null && ids[0] === tokenizer.bosId;
+  const addEos = tokenizer.eosId !== null && ids.length === (addBos ? 2 : 1) &&
+    ids.at(-1) === tokenizer.eosId;
+  return { addBos, addEos };
 }
 
 /**

@@ -3,6 +3,8 @@
  *   token -> stop token? -> detokenize (whole characters) -> stop strings
  *         -> reasoning / tool-call parser -> generation events
  * A stop string that completes ends the sequence (the engine asks `token`'s answer).
+ * Control tokens show no text, except those the tool-call reader needs to see
+ * (`<|python_tag|>`, `[TOOL_CALLS]`), as llama-server shows its preserved tokens.
  */
 
 import type { OutputParser } from "../chat/mod.ts";
@@ -17,12 +19,21 @@ import { IncrementalDetokenizer, type Tokenizer } from "../tokenizer/mod.ts";
 import type { GeneratedToken, GenerationEvent } from "./events.ts";
 import { StopMatcher } from "./stop.ts";
 
+export interface RequestOutputOptions {
+  /** Control tokens whose text goes to the parser. */
+  preserved?: ReadonlySet<number>;
+  /** The id of a tool call the model wrote without one, where the format wants a form. */
+  newToolCallId?: () => string;
+}
+
 export class RequestOutput implements SequenceObserver {
   readonly #tokenizer: Tokenizer;
   readonly #detok: IncrementalDetokenizer;
   readonly #stop: StopMatcher;
   readonly #parser: OutputParser | null;
   readonly #sink: (event: GenerationEvent) => void;
+  readonly #preserved: ReadonlySet<number>;
+  readonly #newToolCallId: (() => string) | undefined;
   #reasoningTokens = 0;
   #madeToolCall = false;
   // Text after a stop string is never shown, held-back bytes included.
@@ -33,8 +44,11 @@ export class RequestOutput implements SequenceObserver {
     parser: OutputParser | null,
     stops: readonly string[],
     sink: (event: GenerationEvent) => void,
+    options: RequestOutputOptions = {},
   ) {
     this.#tokenizer = tokenizer;
+    this.#preserved = options.preserved ?? new Set();
+    this.#newToolCallId = options.newToolCallId;
     this.#detok = new IncrementalDetokenizer(tokenizer);
     this.#stop = new StopMatcher(stops);
     this.#parser = parser;
@@ -62,10 +76,17 @@ export class RequestOutput implements SequenceObserver {
       this.#emitText("", [info]);
       return false;
     }
-    const stop = this.#stop.push(this.#detok.push(sampled.id));
+    const stop = this.#stop.push(this.#text(sampled.id));
     this.#emitText(stop.text, [info]);
     this.#stopStringHit = stop.stopped;
     return stop.stopped;
+  }
+
+  /** The text a token adds; a preserved control token ends any partial character first. */
+  #text(id: number): string {
+    if (!this.#preserved.has(id)) return this.#detok.push(id);
+    const piece = new TextDecoder().decode(this.#tokenizer.tokenBytes(id, true));
+    return this.#detok.finish() + piece;
   }
 
   /** Flushes held text (unless cancelled) and reports the end with usage. */
@@ -107,7 +128,13 @@ export class RequestOutput implements SequenceObserver {
           reasoning = content = "";
           tokens = [];
           this.#madeToolCall = true;
-          this.#sink({ type: "tool_call", name: e.call.name, arguments: e.call.arguments });
+          const id = e.call.id ?? this.#newToolCallId?.();
+          this.#sink({
+            type: "tool_call",
+            name: e.call.name,
+            arguments: e.call.arguments,
+            ...(id === undefined ? {} : { id }),
+          });
         } else if (e.kind === "reasoning") {
           reasoning += e.text;
         } else {

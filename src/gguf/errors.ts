@@ -18,6 +18,7 @@ export const GGUF_ERROR_CODES = [
   "gguf_wrong_key_type",
   "gguf_missing_tensor",
   "gguf_unsupported",
+  "gguf_bad_split",
 ] as const;
 
 export type GgufErrorCode = (typeof GGUF_ERROR_CODES)[number];

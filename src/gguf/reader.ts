@@ -24,6 +24,7 @@ import {
   type GgufTensorInfo,
 } from "./file.ts";
 import { type ByteSource, memorySource, openSource, type SourceOptions } from "./source.ts";
+import { joinSplit, splitCount } from "./split.ts";
 import { ggmlTypeInfo, GGUF_SCALAR_SIZE, GgufValueType, type GgufValueTypeId } from "./types.ts";
 
 /** Arrays nest at most this deep, so a crafted file cannot exhaust the stack. */
@@ -312,8 +313,17 @@ export function parseGguf(source: ByteSource, path?: string): GgufFile {
   return new GgufFile(version, kv, tensors, alignment, dataOffset, source, path);
 }
 
-/** Opens and parses the GGUF file at `path` (memory-mapped unless `mmap` is false). */
+/**
+ * Opens and parses the GGUF file at `path` (memory-mapped unless `mmap` is false); the
+ * first part of a split model opens the whole model (split.ts).
+ */
 export function openGguf(path: string, options: SourceOptions = {}): GgufFile {
+  const file = openPart(path, options);
+  if (splitCount(file) <= 1) return file;
+  return joinSplit(file, path, (part) => openPart(part, options));
+}
+
+function openPart(path: string, options: SourceOptions): GgufFile {
   const source = openSource(path, options);
   try {
     return parseGguf(source, path);

@@ -21,7 +21,8 @@ const REQUEST_ERRORS = new Set([
   "repo_not_found",
   "quant_not_found",
   "quant_required",
-  "split_gguf_unsupported",
+  "revision_not_found",
+  "split_gguf_incomplete",
   "tensor_parallel_unavailable",
 ]);
 

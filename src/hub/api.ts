@@ -2,13 +2,14 @@
  * The two hub calls that come before a download, as huggingface_hub makes them: the
  * repository listing at a revision (`/api/models/{repo}/revision/{rev}`: commit and file
  * names) and a HEAD of the file's resolve URL without following redirects (commit, etag,
- * size, and where the bytes are: the hub answers LFS files with a redirect to its CDN).
+ * size, and where the bytes are: the hub answers LFS and Xet files with a redirect to a
+ * signed URL on its CDN or Xet bridge, valid for about an hour).
  */
 
 import { errorMessage } from "../common/errors.ts";
 import { HubError } from "./errors.ts";
-import { repoName, type RepoRef } from "./model_ref.ts";
-import type { HubSource } from "./sources.ts";
+import { type HubCall, hubFetch } from "./http.ts";
+import { repoName, revisionOf } from "./model_ref.ts";
 
 const METADATA_TIMEOUT_MS = 30_000;
 const MAX_REDIRECTS = 5;
@@ -21,10 +22,10 @@ export interface RepoListing {
 export interface FileMeta {
   /** Blob name in the cache: the LFS sha256, else the git etag. */
   etag: string;
-  /** The sha256 the hub advertises, when it does (LFS files). */
+  /** The sha256 the hub advertises, when it does (LFS and Xet files). */
   sha256: string | null;
   size: number;
-  /** Where to GET the bytes (the CDN location when the hub redirects). */
+  /** Where to GET the bytes (a signed CDN or Xet bridge URL when the hub redirects). */
   url: string;
 }
 
@@ -32,81 +33,28 @@ function segments(path: string): string {
   return path.split("/").map(encodeURIComponent).join("/");
 }
 
-export function authHeaders(source: HubSource, url: string): Record<string, string> {
-  if (!source.token) return {};
-  // The token is the hub's; a CDN or another host never sees it.
-  return new URL(url).origin === new URL(source.endpoint).origin
-    ? { authorization: `Bearer ${source.token}` }
-    : {};
+function timeout(call: HubCall): () => AbortSignal {
+  return () => {
+    const t = AbortSignal.timeout(METADATA_TIMEOUT_MS);
+    return call.signal ? AbortSignal.any([call.signal, t]) : t;
+  };
 }
 
-/** fetch, with network failures and failure statuses as HubErrors. */
-export async function hubFetch(
-  source: HubSource,
-  ref: RepoRef,
-  url: string,
-  init: RequestInit & { signal?: AbortSignal },
-  what: string,
-): Promise<Response> {
-  let res: Response;
-  try {
-    res = await fetch(url, {
-      ...init,
-      headers: { ...authHeaders(source, url), ...(init.headers as Record<string, string>) },
-    });
-  } catch (err) {
-    throw new HubError(
-      "hub_unreachable",
-      `${what}: cannot reach ${source.endpoint}: ${errorMessage(err)}`,
-      { cause: err },
-    );
-  }
-  if (res.ok || (res.status >= 300 && res.status < 400) || res.status === 416) return res;
-  await res.body?.cancel();
-  const repo = repoName(ref);
-  const code = res.headers.get("x-error-code");
-  if (res.status === 404 || code === "RepoNotFound") {
-    throw new HubError("repo_not_found", `${what}: ${repo} was not found on ${source.endpoint}`);
-  }
-  if (res.status === 401 || res.status === 403) {
-    throw new HubError(
-      "hub_unauthorized",
-      `${what}: ${source.endpoint} refused access to ${repo} (HTTP ${res.status}); ` +
-        `gated or private repositories need a token (${
-          source.scheme === "hf" ? "HF_TOKEN" : "auth_env"
-        })`,
-    );
-  }
-  if (res.status === 429 || res.status >= 500) {
-    throw new HubError(
-      "hub_unreachable",
-      `${what}: ${source.endpoint} answered HTTP ${res.status}`,
-    );
-  }
-  throw new HubError("hub_error", `${what}: ${source.endpoint} answered HTTP ${res.status}`);
-}
-
-function timeout(signal?: AbortSignal): AbortSignal {
-  const t = AbortSignal.timeout(METADATA_TIMEOUT_MS);
-  return signal ? AbortSignal.any([signal, t]) : t;
-}
-
-export async function listRepo(
-  source: HubSource,
-  ref: RepoRef,
-  signal?: AbortSignal,
-): Promise<RepoListing> {
-  const url = `${source.endpoint}/api/models/${segments(repoName(ref))}/revision/main`;
-  const res = await hubFetch(source, ref, url, { signal: timeout(signal) }, "listing");
+export async function listRepo(call: HubCall): Promise<RepoListing> {
+  const repo = repoName(call.ref);
+  const url = `${call.source.endpoint}/api/models/${segments(repo)}/revision/${
+    encodeURIComponent(revisionOf(call.ref))
+  }`;
+  const res = await hubFetch(call, url, {}, timeout(call));
   let body: unknown;
   try {
     body = await res.json();
   } catch (err) {
-    throw new HubError("hub_error", `listing ${repoName(ref)}: not JSON: ${errorMessage(err)}`);
+    throw new HubError("hub_error", `listing ${repo}: not JSON: ${errorMessage(err)}`);
   }
   const b = body as { sha?: unknown; siblings?: unknown };
   if (typeof b.sha !== "string" || !Array.isArray(b.siblings)) {
-    throw new HubError("hub_error", `listing ${repoName(ref)}: no sha or siblings in the answer`);
+    throw new HubError("hub_error", `listing ${repo}: no sha or siblings in the answer`);
   }
   const files = b.siblings
     .map((s) => (s as { rfilename?: unknown }).rfilename)
@@ -119,22 +67,11 @@ function cleanEtag(v: string | null): string | null {
   return v.replace(/^W\//, "").replace(/^"|"$/g, "") || null;
 }
 
-export async function fileMeta(
-  source: HubSource,
-  ref: RepoRef,
-  commit: string,
-  file: string,
-  signal?: AbortSignal,
-): Promise<FileMeta> {
-  let url = `${source.endpoint}/${segments(repoName(ref))}/resolve/${commit}/${segments(file)}`;
+export async function fileMeta(call: HubCall, commit: string, file: string): Promise<FileMeta> {
+  const { endpoint } = call.source;
+  let url = `${endpoint}/${segments(repoName(call.ref))}/resolve/${commit}/${segments(file)}`;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    const res = await hubFetch(
-      source,
-      ref,
-      url,
-      { method: "HEAD", redirect: "manual", signal: timeout(signal) },
-      `resolving ${file}`,
-    );
+    const res = await hubFetch(call, url, { method: "HEAD", redirect: "manual" }, timeout(call));
     await res.body?.cancel();
     const h = res.headers;
     const linked = cleanEtag(h.get("x-linked-etag"));

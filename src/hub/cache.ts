@@ -2,10 +2,12 @@
  * The Hugging Face cache layout, shared with Python tools:
  *   models--{org}--{name}/blobs/{etag}                 file contents, named by etag (sha256 for LFS)
  *   models--{org}--{name}/snapshots/{commit}/{file}    relative symlink to the blob
- *   models--{org}--{name}/refs/main                    the commit `main` pointed to
+ *   models--{org}--{name}/refs/{revision}              the commit a branch or tag pointed to
  *   .locks/models--{org}--{name}/{etag}.lock           taken while a blob is written
  * A blob appears under its name only once complete and verified (written as
- * `{etag}.incomplete` first), and a snapshot entry only once its blob is there.
+ * `{etag}.incomplete` first), and a snapshot entry only once its blob is there. Where the
+ * cache directory is group-writable (a cache shared by several users' tools), what is made
+ * in it is group-writable too, as huggingface_hub makes its lock files (0664).
  */
 
 import { errorMessage } from "../common/errors.ts";
@@ -16,6 +18,7 @@ export class RepoCache {
   readonly root: string;
   readonly dir: string;
   readonly folder: string;
+  #shared: Promise<boolean> | undefined;
 
   constructor(cacheDir: string, ref: RepoRef) {
     this.root = cacheDir.replace(/\/+$/, "");
@@ -35,6 +38,37 @@ export class RepoCache {
     return `${this.dir}/snapshots/${commit}/${file}`;
   }
 
+  /** Whether the cache directory is group-writable, so what is made in it must be too. */
+  shared(): Promise<boolean> {
+    this.#shared ??= Deno.stat(this.root).then(
+      (s) => ((s.mode ?? 0) & 0o020) !== 0,
+      () => false,
+    );
+    return this.#shared;
+  }
+
+  /** Makes `path` (inside the cache) and the folders above it that are missing. */
+  async makeDir(path: string): Promise<void> {
+    await Deno.mkdir(this.root, { recursive: true });
+    const shared = await this.shared();
+    let at = this.root;
+    for (const part of path.slice(this.root.length + 1).split("/").filter(Boolean)) {
+      at = `${at}/${part}`;
+      try {
+        await Deno.mkdir(at);
+      } catch (err) {
+        if (err instanceof Deno.errors.AlreadyExists) continue;
+        throw err;
+      }
+      if (shared) await addMode(at, 0o070);
+    }
+  }
+
+  /** A file this process made: group-readable and writable when the cache is shared. */
+  async share(path: string): Promise<void> {
+    if (await this.shared()) await addMode(path, 0o060);
+  }
+
   async readRef(ref = "main"): Promise<string | null> {
     try {
       const text = (await Deno.readTextFile(`${this.dir}/refs/${ref}`)).trim();
@@ -46,10 +80,13 @@ export class RepoCache {
 
   async writeRef(commit: string, ref = "main"): Promise<void> {
     await guard(`writing refs/${ref}`, async () => {
-      await Deno.mkdir(`${this.dir}/refs`, { recursive: true });
-      const tmp = `${this.dir}/refs/.${ref}.${crypto.randomUUID()}`;
+      const path = `${this.dir}/refs/${ref}`;
+      const dir = path.slice(0, path.lastIndexOf("/"));
+      await this.makeDir(dir);
+      const tmp = `${dir}/.${path.slice(dir.length + 1)}.${crypto.randomUUID()}`;
       await Deno.writeTextFile(tmp, commit);
-      await Deno.rename(tmp, `${this.dir}/refs/${ref}`);
+      await this.share(tmp);
+      await Deno.rename(tmp, path);
     });
   }
 
@@ -89,7 +126,7 @@ export class RepoCache {
     const path = this.snapshotPath(commit, file);
     await guard(`linking ${file}`, async () => {
       const dir = path.slice(0, path.lastIndexOf("/"));
-      await Deno.mkdir(dir, { recursive: true });
+      await this.makeDir(dir);
       const depth = file.split("/").length - 1;
       const target = `${"../".repeat(2 + depth)}blobs/${etag}`;
       const tmp = `${dir}/.${crypto.randomUUID()}.link`;
@@ -98,6 +135,11 @@ export class RepoCache {
     });
     return path;
   }
+}
+
+async function addMode(path: string, bits: number): Promise<void> {
+  const mode = (await Deno.stat(path)).mode ?? 0;
+  if ((mode & bits) !== bits) await Deno.chmod(path, (mode & 0o7777) | bits);
 }
 
 /** Runs a cache write; a filesystem failure becomes a `cache_error` naming what was done. */

@@ -1,4 +1,4 @@
-import { resolveHubCache, type SourceConfig } from "../config/mod.ts";
+import { resolveHubCache, resolveTokenPath, type SourceConfig } from "../config/mod.ts";
 import { HubError } from "./errors.ts";
 
 /** Where one hub-compatible source lives and how to reach it. */
@@ -17,16 +17,34 @@ export interface SourceSettings {
   sources: Record<string, SourceConfig>;
 }
 
-const TRUTHY = new Set(["1", "true", "yes", "on"]);
+const TRUE_VALUES = new Set(["1", "ON", "YES", "TRUE"]);
 
-/** huggingface_hub's reading of HF_HUB_OFFLINE. */
+/** huggingface_hub's reading: HF_HUB_OFFLINE, or when unset or empty TRANSFORMERS_OFFLINE. */
 export function isOffline(env: Record<string, string>): boolean {
-  return TRUTHY.has((env.HF_HUB_OFFLINE ?? "").trim().toLowerCase());
+  const value = env.HF_HUB_OFFLINE || env.TRANSFORMERS_OFFLINE || "";
+  return TRUE_VALUES.has(value.toUpperCase());
+}
+
+/** A token as huggingface_hub cleans one: trimmed, and none when empty. */
+function clean(token: string | undefined): string | undefined {
+  const t = token?.trim();
+  return t ? t : undefined;
+}
+
+/** The hub's token: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, else the file `hf auth login` writes. */
+function hubToken(env: Record<string, string>): string | undefined {
+  const fromEnv = clean(env.HF_TOKEN || env.HUGGING_FACE_HUB_TOKEN);
+  if (fromEnv) return fromEnv;
+  try {
+    return clean(Deno.readTextFileSync(resolveTokenPath(env)));
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * The source a scheme names: a `[harness.native.sources.<scheme>]` block, or (no scheme,
- * or `hf` when not configured) the Hugging Face hub at `$HF_ENDPOINT` with `$HF_TOKEN`.
+ * or `hf` when not configured) the Hugging Face hub at `$HF_ENDPOINT` with its token.
  */
 export function resolveSource(
   scheme: string | null,
@@ -39,7 +57,7 @@ export function resolveSource(
     ? settings.sources[scheme]
     : null;
   if (configured) {
-    const token = configured.auth_env ? env[configured.auth_env] : undefined;
+    const token = configured.auth_env ? clean(env[configured.auth_env]) : undefined;
     return {
       scheme: scheme!,
       endpoint: configured.endpoint.replace(/\/+$/, ""),
@@ -58,10 +76,10 @@ export function resolveSource(
           : " ([harness.native.sources] is empty)"),
     );
   }
-  const token = env.HF_TOKEN ?? env.HUGGING_FACE_HUB_TOKEN;
+  const token = hubToken(env);
   return {
     scheme: "hf",
-    endpoint: (env.HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, ""),
+    endpoint: (env.HF_ENDPOINT || "https://huggingface.co").replace(/\/+$/, ""),
     cacheDir: hubCache,
     ...(token ? { token } : {}),
     offline,

@@ -6,9 +6,12 @@
 import { architecture, type GgufFile, optionalArray } from "../gguf/mod.ts";
 import { ModelError } from "./errors.ts";
 import type { GgufModel, ModelFamily } from "./family.ts";
+import { GEMMA3 } from "./gemma3.ts";
+import { LLAMA } from "./llama.ts";
+import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
 
-const FAMILIES: readonly ModelFamily[] = [QWEN3];
+const FAMILIES: readonly ModelFamily[] = [QWEN3, QWEN2, LLAMA, GEMMA3];
 
 /** The architectures some family reads. */
 export const ARCHITECTURES: readonly string[] = FAMILIES.map((f) => f.architecture);
@@ -23,7 +26,7 @@ export function readModel(file: GgufFile): GgufModel {
   const family = FAMILIES.find((f) => f.architecture === arch);
   if (family === undefined) {
     throw new ModelError(
-      "unsupported_arch",
+      "unsupported_architecture",
       `architecture '${arch}' is not supported (supported: ${ARCHITECTURES.join(", ")})`,
     );
   }

@@ -26,8 +26,13 @@ export interface ToolCallOut {
   function: { name: string; arguments: string };
 }
 
-function toolCall(name: string, args: string): ToolCallOut {
-  return { id: randomId("call_"), type: "function", function: { name, arguments: args } };
+/** A call's id is the model's (or its format's) where it has one. */
+function toolCall(e: { name: string; arguments: string; id?: string }): ToolCallOut {
+  return {
+    id: e.id ?? randomId("call_"),
+    type: "function",
+    function: { name: e.name, arguments: e.arguments },
+  };
 }
 
 /** The whole answer, once generation ended. Throws GenerationError on a failed generation. */
@@ -49,7 +54,7 @@ export async function chatCompletion(
       content += e.content ?? "";
       tokens.push(...e.tokens);
     } else if (e.type === "tool_call") {
-      calls.push(toolCall(e.name, e.arguments));
+      calls.push(toolCall(e));
     } else {
       if (cutShort(e.finishReason)) throw unfinished(e);
       finish = e.finishReason;
@@ -114,7 +119,7 @@ export function streamChatCompletion(gen: Generation, opts: ChatRenderOptions): 
           if (e.reasoning) chunk({ reasoning_content: e.reasoning, reasoning: e.reasoning }, null);
           if (e.content) chunk({ content: e.content }, null);
         } else if (e.type === "tool_call") {
-          calls.push(toolCall(e.name, e.arguments));
+          calls.push(toolCall(e));
         } else {
           // Cut short, the stream still ends as every stream does: finish, usage, [DONE].
           if (e.fault) {

@@ -100,3 +100,26 @@ Deno.test("chat completion: message with reasoning, tool calls, content; error a
   const err = await failed.then(() => null, (e) => e);
   assertEquals([err?.code, err?.message], ["engine_crashed", "boom"]);
 });
+
+Deno.test("a tool call's own id (Mistral's 9 characters) is the id the client gets back", async () => {
+  const events: GenerationEvent[] = [
+    { type: "tool_call", name: "f", arguments: "{}", id: "abcDEF123" },
+    { type: "tool_call", name: "g", arguments: "{}" },
+    { type: "done", finishReason: "tool_calls", usage },
+  ];
+  const body = await chatCompletion(gen(events), {
+    model: "m",
+    logprobs: false,
+    tokensAsIds: false,
+  });
+  const calls = (body.choices as { message: { tool_calls: { id: string }[] } }[])[0].message
+    .tool_calls;
+  assertEquals(calls[0].id, "abcDEF123");
+  assertEquals(calls[1].id.startsWith("call_"), true);
+  const text = await streamChatCompletion(gen(events), {
+    model: "m",
+    logprobs: false,
+    tokensAsIds: false,
+  }).text();
+  assertEquals(text.includes('"id":"abcDEF123"'), true);
+});

@@ -69,13 +69,13 @@ class ResponseBuilder {
     else this.emit("response.output_text.delta", { ...at, delta, logprobs: [] });
   }
 
-  toolCall(name: string, args: string): void {
+  toolCall(name: string, args: string, callId?: string): void {
     this.#closeItem();
     const item: Item = {
       id: randomId("fc_"),
       type: "function_call",
       status: "in_progress",
-      call_id: randomId("call_"),
+      call_id: callId ?? randomId("call_"),
       name,
       arguments: "",
     };
@@ -187,7 +187,7 @@ export async function response(
       if (e.reasoning) b.text("reasoning", e.reasoning);
       if (e.content) b.text("message", e.content);
     } else if (e.type === "tool_call") {
-      b.toolCall(e.name, e.arguments);
+      b.toolCall(e.name, e.arguments, e.id);
     } else {
       if (cutShort(e.finishReason)) throw unfinished(e);
       final = b.finish(e.finishReason, e.usage);
@@ -212,7 +212,7 @@ export function streamResponse(gen: Generation, opts: ResponsesRenderOptions): R
           if (e.reasoning) b.text("reasoning", e.reasoning);
           if (e.content) b.text("message", e.content);
         } else if (e.type === "tool_call") {
-          b.toolCall(e.name, e.arguments);
+          b.toolCall(e.name, e.arguments, e.id);
         } else if (cutShort(e.finishReason)) {
           const fault = e.fault ??
             { code: "request_cancelled", message: "the generation was stopped" };

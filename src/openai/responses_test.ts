@@ -134,3 +134,15 @@ Deno.test("responses: a message cut by the token limit is incomplete, in the bod
   const last = frames.at(-1);
   assertEquals([last.type, last.response.output[0].status], ["response.incomplete", "incomplete"]);
 });
+
+Deno.test("responses: a tool call's own id is its call_id", async () => {
+  const body = await response(
+    gen([
+      { type: "tool_call", name: "f", arguments: "{}", id: "abcDEF123" },
+      { type: "done", finishReason: "tool_calls", usage },
+    ]),
+    { model: "m", echo: parseResponsesRequest({ model: "m", input: "x" }, new Headers()).echo },
+  );
+  const [call] = body.output as Record<string, unknown>[];
+  assertEquals([call.type, call.call_id], ["function_call", "abcDEF123"]);
+});

@@ -2,6 +2,7 @@ import type { ModelSpec } from "../config/mod.ts";
 import { errorMessage, NeuronError } from "../common/errors.ts";
 import { log } from "../common/log.ts";
 import { HarnessError, type HarnessRegistry, type LoadProgress } from "../harness/mod.ts";
+import { RETRYABLE_HUB_CODES } from "../hub/mod.ts";
 
 /** What a default model's load is doing, while it runs. */
 export interface ActivationProgress {
@@ -38,8 +39,11 @@ export interface RetryPolicy {
 /** Network trouble at boot (no route yet, the hub briefly down) deserves patience. */
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, firstDelayMs: 2_000, maxDelayMs: 60_000 };
 
-/** Failures that may pass by themselves; anything else (404, bad file) will not. */
-const RETRYABLE = new Set(["hub_unreachable", "harness_unavailable"]);
+/**
+ * Failures that may pass by themselves (the network, a busy hub, storage refusing a signed
+ * URL); anything else (404, bad file) will not.
+ */
+const RETRYABLE = new Set([...RETRYABLE_HUB_CODES, "harness_unavailable"]);
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -142,14 +146,17 @@ export class Activation {
         if (!retryable || attempt >= this.#retry.attempts || signal.aborted) {
           return errorMessage(err);
         }
+        // A hub that said how long to wait (429 Retry-After) is not asked sooner.
+        const asked = (err as { retryAfter?: unknown }).retryAfter;
+        const wait = typeof asked === "number" ? Math.max(delay, asked * 1000) : delay;
         log.warn("default model load failed; retrying", {
           model: spec.model_id,
           attempt,
-          retry_in_ms: delay,
+          retry_in_ms: wait,
           error: errorMessage(err),
         });
         r.progress = { model_id: spec.model_id, fraction: 0, stage: "waiting to retry", attempt };
-        await sleep(delay, signal);
+        await sleep(wait, signal);
         if (signal.aborted) return errorMessage(err);
         delay = Math.min(delay * 2, this.#retry.maxDelayMs);
       }

@@ -46,7 +46,9 @@ interface LoadedShard {
 /** The kind of a failure: errors that name one keep it, anything else is `fallback`. */
 function kindOf(err: unknown, fallback: WorkerErrorKind): WorkerErrorKind {
   if (err instanceof CudaUnavailableError) return "cuda_unavailable";
-  if (err instanceof ModelError && err.code === "unsupported_arch") return "unsupported_arch";
+  if (err instanceof ModelError && err.code === "unsupported_architecture") {
+    return "unsupported_arch";
+  }
   if (err instanceof TpError && isWorkerErrorKind(err.code)) return err.code;
   return fallback;
 }

@@ -1,8 +1,8 @@
 /**
  * Failure paths on the emulated GPU: a driver that will not initialise, no device, a GPU
  * older than every kernel flavour, too little memory (refused with the numbers, leaving
- * nothing allocated), bad operands (typed errors, the backend still usable), and the PTX
- * path for a GPU newer than every cubin.
+ * nothing allocated), bad operands and op parameters (typed errors, nothing changed, the
+ * backend still usable), and the PTX path for a GPU newer than every cubin.
  */
 
 import { assert, assertEquals, assertMatch, assertThrows } from "../support/assert.ts";
@@ -11,7 +11,8 @@ import { CudaError, CudaUnavailableError } from "../../src/backend/cuda/mod.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { readModel } from "../../src/models/registry.ts";
 import { fixture } from "../fixtures.ts";
-import { Pair } from "../gpu/checks/pair.ts";
+import { Pair, source } from "../gpu/checks/pair.ts";
+import type { RopeSpec } from "../../src/backend/backend.ts";
 import { checkMatmul } from "../gpu/checks/matmul.ts";
 import { ggmlTypeByName } from "../../src/gguf/types.ts";
 
@@ -164,6 +165,68 @@ test("bad operands are cuda_invalid_argument and the backend keeps working", () 
     be.embed(out.dev, table.dev, Int32Array.of(3, 0));
     pair.ref.embed(out.ref, table.ref, Int32Array.of(3, 0));
     pair.check("embed after errors", out, 0);
+  } finally {
+    be.close();
+  }
+});
+
+test("bad rope specs, windows, biases and scale factors are refused, changing nothing", () => {
+  const be = emu!.backend();
+  const pair = new Pair(be);
+  try {
+    const f32 = ggmlTypeByName("F32")!;
+    const row = (name: string, values: number[]) =>
+      be.loadWeight(
+        source(name, f32, 1, values.length, new Uint8Array(Float32Array.from(values).buffer)),
+      );
+    const x = pair.random(2, 64);
+    const before = be.read(x.dev);
+    const layout = { positions: Int32Array.of(3, 9), sequences: [] };
+    const rope = { style: "norm" as const, base: 1e4, freqScale: 1, freqFactors: null };
+    const refused = (spec: RopeSpec, heads = 2, dim = 32): string =>
+      assertThrows(() => be.rope(x.dev, layout, heads, dim, spec), CudaError).message;
+    assertEquals(refused({ ...rope, freqScale: 0 }), "rope: freqScale 0");
+    assertEquals(refused({ ...rope, base: NaN }), "rope: base NaN");
+    assertEquals(refused({ ...rope, style: "gptj" as "norm" }), "rope: style gptj");
+    assertEquals(refused(rope, 3, 32), "rope: 64 columns as 3 heads of 32");
+    assertMatch(
+      refused({ ...rope, freqFactors: row("short", Array(8).fill(1)) }),
+      /freqFactors short is 1x8, not one row of 16/,
+    );
+    const zero = row("zero", [...Array(15).fill(1), 0]);
+    assertMatch(refused({ ...rope, freqFactors: zero }), /zero holds a value that is not above 0/);
+    assertEquals(be.read(x.dev), before);
+    const cache = be.createKvCache({
+      nLayers: 1,
+      nKvHeads: 1,
+      headDim: 32,
+      blockSize: 16,
+      nBlocks: 1,
+      dtype: "f32",
+    });
+    const one = { positions: Int32Array.of(0), sequences: [] };
+    for (const window of [-1, 2.5]) {
+      const shape = { nHeads: 2, nKvHeads: 1, headDim: 32, scale: 1, window };
+      assertEquals(
+        assertThrows(() => be.attention(x.dev, x.dev, cache, 0, one, shape), CudaError).message,
+        `attention: window ${window}`,
+      );
+    }
+    const out = pair.activation(2, 64);
+    assertMatch(
+      assertThrows(() => be.addBias(out.dev, x.dev, row("bias", Array(32).fill(1))), CudaError)
+        .message,
+      /addBias: 2x64 \+ bias \(1x32\)/,
+    );
+    assertEquals(
+      assertThrows(() => be.scale(out.dev, x.dev, Infinity), CudaError).message,
+      "scale: factor Infinity",
+    );
+    assertEquals(be.read(x.dev), before);
+    // Still computing correctly after all that.
+    pair.dev.rope(x.dev, layout, 2, 32, rope);
+    pair.ref.rope(x.ref, layout, 2, 32, rope);
+    pair.check("rope after errors", x, 1e-5);
   } finally {
     be.close();
   }

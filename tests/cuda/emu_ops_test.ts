@@ -12,9 +12,9 @@ import {
   checkElementwise,
   checkGatherAndEmbed,
   checkRmsNorm,
-  checkRope,
 } from "../gpu/checks/ops.ts";
-import { checkAttention } from "../gpu/checks/attention.ts";
+import { checkNormRope, checkRope, ROPE_CASES } from "../gpu/checks/rope.ts";
+import { checkAttention, checkWindowedAttention } from "../gpu/checks/attention.ts";
 
 const emu = await emulator();
 
@@ -43,10 +43,33 @@ test("emulated CUDA: matmul without cuBLAS (prefill on the mat-vec kernels)", (p
   for (const type of ["Q4_K", "F16", "Q8_0"] as const) checkMatmul(p, type, false);
 }, { cublas: false });
 
-test("emulated CUDA: rmsNorm, ropeNeox, siluMul, add", (p) => {
+test("emulated CUDA: rmsNorm, siluMul, geluMul, add, addBias, scale", (p) => {
   checkRmsNorm(p);
-  checkRope(p);
   checkElementwise(p);
+});
+
+test("emulated CUDA: rope in both layouts, with scaling and frequency factors", (p) => {
+  checkRope(p);
+});
+
+Deno.test({
+  name: "emulated CUDA: per-head norms then rope, fused in every rope mode, equal the " +
+    "plain kernels bitwise in half the launches",
+  ignore: emu === null,
+  fn() {
+    const runs = [false, true].map((fusion) => {
+      const be = emu!.backend({ fusion });
+      try {
+        const outs = checkNormRope(new Pair(be));
+        return { outs, launches: be.stats().launches };
+      } finally {
+        be.close();
+      }
+    });
+    runs[1].outs.forEach((o, i) => assertEquals(Array.from(o), Array.from(runs[0].outs[i])));
+    // Each case's two norms and two ropes launch as two kernels.
+    assertEquals(runs[0].launches - runs[1].launches, 2 * ROPE_CASES.length);
+  },
 });
 
 test("emulated CUDA: gatherRows, embed from every table type, argmaxRows", (p) => {
@@ -56,6 +79,10 @@ test("emulated CUDA: gatherRows, embed from every table type, argmaxRows", (p) =
 
 test("emulated CUDA: storeKv and attention (GQA, paged, f32 and f16 caches)", (p) => {
   checkAttention(p);
+});
+
+test("emulated CUDA: sliding-window attention, prefill and decode kernels", (p) => {
+  checkWindowedAttention(p);
 });
 
 test("emulated CUDA: allReduce runs the collective on the backend's stream, in step order", (p) => {

@@ -85,6 +85,16 @@ Deno.test("tape: launch records hold grid, block and parameter words at the stag
   assert(!tape.launchesOnly);
 });
 
+Deno.test("tape: an optional pointer is NULL as 0, else written as a pointer", () => {
+  const k = kernel(1, "k", "pp");
+  const tape = new Tape();
+  tape.launch(k, 1, 1, 1, 32).opt(0).opt(0x2_0000_0080).end();
+  assertEquals(
+    Array.from(tape.words.subarray(HEADER_WORDS, tape.length)),
+    [0, 0, 0x80, 2],
+  );
+});
+
 Deno.test("tape: equal steps give equal words; any parameter difference changes them", () => {
   const k = kernel(0, "k", "ppi");
   const record = (n: number, p: number): Tape => {
@@ -105,6 +115,8 @@ Deno.test("tape: wrong parameter kinds or counts, bad pointers and grids are ref
   const t2 = new Tape();
   assertThrows(() => t2.launch(k, 1, 1, 1, 32).p(64).end(), CudaError);
   assertThrows(() => new Tape().launch(k, 1, 1, 1, 32).p(0), CudaError);
+  assertThrows(() => new Tape().launch(k, 1, 1, 1, 32).opt(-64), CudaError);
+  assertThrows(() => new Tape().launch(k, 1, 1, 1, 32).opt(0).opt(0), CudaError);
   assertThrows(() => new Tape().launch(k, 1, 70000, 1, 32), CudaError);
   assertThrows(() => new Tape().launch(k, 0, 1, 1, 32), CudaError);
 });

@@ -10,14 +10,9 @@ import { gpuOptions, gpuTest } from "./support.ts";
 import { createCudaBackend } from "../../src/backend/cuda/mod.ts";
 import { assertClose, Pair } from "./checks/pair.ts";
 import { checkMatmul, MATMUL_TYPES } from "./checks/matmul.ts";
-import {
-  checkArgmax,
-  checkElementwise,
-  checkGatherAndEmbed,
-  checkRmsNorm,
-  checkRope,
-} from "./checks/ops.ts";
-import { checkAttention } from "./checks/attention.ts";
+import { checkArgmax, checkElementwise, checkGatherAndEmbed, checkRmsNorm } from "./checks/ops.ts";
+import { checkNormRope, checkRope } from "./checks/rope.ts";
+import { checkAttention, checkWindowedAttention } from "./checks/attention.ts";
 import { checkCopiedRows, Decoder, smallModel } from "./checks/model.ts";
 import { argmax } from "../../src/common/argmax.ts";
 
@@ -32,11 +27,24 @@ gpuTest("matmul without cuBLAS (prefill on the mat-vec kernels)", (be) => {
   for (const type of MATMUL_TYPES) checkMatmul(new Pair(be), type, false);
 }, { cublas: false });
 
-gpuTest("rmsNorm, ropeNeox, siluMul, add", (be) => {
+gpuTest("rmsNorm, siluMul, geluMul, add, addBias, scale", (be) => {
   const p = new Pair(be);
   checkRmsNorm(p);
-  checkRope(p);
   checkElementwise(p);
+});
+
+gpuTest("rope in both layouts, with scaling and frequency factors", (be) => {
+  checkRope(new Pair(be));
+});
+
+gpuTest("per-head norms then rope, fused and not, every rope mode", (be) => {
+  checkNormRope(new Pair(be));
+  const plain = createCudaBackend(gpuOptions({ fusion: false }));
+  try {
+    checkNormRope(new Pair(plain));
+  } finally {
+    plain.close();
+  }
 });
 
 gpuTest("gatherRows, embed, argmaxRows", (be) => {
@@ -46,6 +54,8 @@ gpuTest("gatherRows, embed, argmaxRows", (be) => {
 });
 
 gpuTest("storeKv and paged attention", (be) => checkAttention(new Pair(be)));
+
+gpuTest("sliding-window attention", (be) => checkWindowedAttention(new Pair(be)));
 
 gpuTest("device bandwidth measured with device-to-device copies", (be) => {
   const gbs = be.bandwidthGBs();

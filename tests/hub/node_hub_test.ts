@@ -23,13 +23,14 @@ const REPO: HubRepo = {
 };
 const MODEL = "local:test-org/Tiny-GGUF";
 
-function config(endpoint: string, cacheDir: string, extra: Json = {}): Json {
+function config(endpoint: string, cacheDir: string, extra: Json = {}, native: Json = {}): Json {
   return {
     harness: {
       native: {
         device: TEST_DEVICE,
         context_length: 512,
         sources: { local: { endpoint, cache_dir: cacheDir } },
+        ...native,
       },
     },
     ...extra,
@@ -129,12 +130,13 @@ Deno.test("activation: a default model waits for the hub to come up, with retrie
   const cacheDir = await Deno.makeTempDir({ prefix: "neuron-hub-" });
   let hub: ReturnType<typeof startFakeHub> | undefined;
   try {
+    // No waiting inside one fetch: each attempt fails at once and activation retries.
     const raw = config(`http://127.0.0.1:${port}`, cacheDir, {
       default_models: [{ model_id: MODEL, harness: "native", quant: "q8_0" }],
-    });
+    }, { hub_retry_secs: 0 });
     await withNode(raw, async (node) => {
       await eventually(
-        () => node.logs.some((l) => l.includes("retrying")) || undefined,
+        () => node.logs.some((l) => l.includes("default model load failed; retrying")) || undefined,
         5_000,
         "a failed first attempt",
       );
@@ -148,7 +150,7 @@ Deno.test("activation: a default model waits for the hub to come up, with retrie
       });
       const body = await jsonOf(early) as { error: Json };
       assertEquals([early.status, body.error.code], [503, "model_loading"]);
-      hub = startFakeHub([REPO], port);
+      hub = startFakeHub([REPO], { port });
       await node.activated;
       const a = (await jsonOf(await node.get("/health")) as Json).activation as Json;
       assertEquals([a.state, a.completed, a.failed, a.progress], ["ready", [MODEL], [], null]);

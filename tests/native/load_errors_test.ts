@@ -102,3 +102,25 @@ Deno.test("load: device cuda without CUDA is cuda_unavailable, the reason said o
     assert(!/Could not open library: Could not open library/.test(message), message);
   });
 });
+
+Deno.test("load: an architecture no family reads is 400 unsupported_architecture, naming those that are", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = writeVariant(
+      fixture("qwen3-tiny-q8_0.gguf"),
+      `${dir}/bert.gguf`,
+      (kv) => kv.set("general.architecture", Kv.string("bert")),
+    );
+    await withNode(nativeNode({ extra: { model_dirs: [dir] } }), async (node) => {
+      const res = await node.post("/models/load", { model_id: path, harness: "native" });
+      const body = await jsonOf(res) as Json;
+      assertEquals([res.status, body.code], [400, "unsupported_architecture"]);
+      assertStringIncludes(String(body.error), "'bert'");
+      for (const arch of ["qwen3", "qwen2", "llama", "gemma3"]) {
+        assertStringIncludes(String(body.error), arch);
+      }
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -5,7 +5,8 @@
  * at 0, several blocks and more positions than one tile, every level, 1 and 2 threads.
  * Attention takes a kernel item per run of a chunk's tokens (64 query rows' worth), so
  * chunks also end in uneven runs, cross blocks and 64-position tiles mid-run, come out of
- * order, and groups are wider than one run.
+ * order, and groups are wider than one run. Sliding windows (Gemma 3's local layers) start
+ * each row's positions mid-tile and mid-block, for windows narrower and wider than a tile.
  */
 
 import { assert, assertEquals, assertThrows } from "../../../tests/support/assert.ts";
@@ -22,6 +23,8 @@ interface Setup {
   blockSize: number;
   /** Positions of the chunks stored and attended one after the other. */
   chunks: number[][];
+  /** Sliding window (absent: none). */
+  window?: number;
 }
 
 const SETUPS: Setup[] = [
@@ -61,6 +64,30 @@ const SETUPS: Setup[] = [
     headDim: 32,
     blockSize: 16,
     chunks: [range(0, 3), range(3, 70), [70]],
+  },
+  {
+    nHeads: 4,
+    nKvHeads: 2,
+    headDim: 64,
+    blockSize: 4,
+    chunks: [range(0, 13), [13], [14], range(15, 40)],
+    window: 5,
+  },
+  {
+    nHeads: 8,
+    nKvHeads: 2,
+    headDim: 128,
+    blockSize: 16,
+    chunks: [range(0, 150), [150], range(151, 230)],
+    window: 70,
+  },
+  {
+    nHeads: 2,
+    nKvHeads: 1,
+    headDim: 32,
+    blockSize: 8,
+    chunks: [range(0, 9), [9]],
+    window: 1,
   },
 ];
 
@@ -108,7 +135,7 @@ Deno.test("kv_store + attention match a float64 causal GQA reference over a page
         const pool = k.createPool(threads);
         for (const isa of k.supportedIsas()) {
           pool.isa = isa;
-          const what = `${s.nHeads}/${s.nKvHeads}x${s.headDim} ${
+          const what = `${s.nHeads}/${s.nKvHeads}x${s.headDim} window ${s.window ?? 0} ${
             type === KV_F16 ? "f16" : "f32"
           } ${isa} threads=${threads}`;
           const bytes = nBlocks * s.blockSize * kvWidth * (type === KV_F16 ? 2 : 4);
@@ -123,7 +150,18 @@ Deno.test("kv_store + attention match a float64 causal GQA reference over a page
             });
             pool.kvStore(layout, kc, vc, one(table, n), pos, kIn, vIn);
             const out = new Float32Array(queries[c].length).fill(NaN);
-            pool.attention(layout, out, queries[c], kc, vc, one(table, n), pos, s.nHeads, scale);
+            pool.attention(
+              layout,
+              out,
+              queries[c],
+              kc,
+              vc,
+              one(table, n),
+              pos,
+              s.nHeads,
+              scale,
+              s.window,
+            );
             const err = maxAbsDiff(out, wants[c]);
             assert(err < (type === KV_F16 ? 2e-5 : 1e-5), `${what} chunk at ${chunk[0]}: ${err}`);
           });
@@ -152,8 +190,9 @@ function attentionRef(
     for (let h = 0; h < s.nHeads; h++) {
       const kvh = Math.floor(h / group);
       const qo = (t * s.nHeads + h) * d;
+      const first = s.window === undefined ? 0 : Math.max(0, p - s.window + 1);
       const scores = [];
-      for (let j = 0; j <= p; j++) {
+      for (let j = first; j <= p; j++) {
         let dot = 0;
         for (let i = 0; i < d; i++) {
           dot += q[qo + i] * stored(type, keys[j * kvWidth + kvh * d + i]);
@@ -163,9 +202,9 @@ function attentionRef(
       const max = Math.max(...scores);
       const w = scores.map((x) => Math.exp(x - max));
       const sum = w.reduce((a, b) => a + b, 0);
-      for (let j = 0; j <= p; j++) {
+      for (let j = first; j <= p; j++) {
         for (let i = 0; i < d; i++) {
-          out[qo + i] += (w[j] / sum) * stored(type, vals[j * kvWidth + kvh * d + i]);
+          out[qo + i] += (w[j - first] / sum) * stored(type, vals[j * kvWidth + kvh * d + i]);
         }
       }
     }

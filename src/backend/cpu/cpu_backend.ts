@@ -20,6 +20,7 @@ import {
   type KvCacheSpec,
   kvCopyProblem,
   kvRowBytes,
+  type RopeSpec,
   type Step,
   type StepInterrupt,
   type StepLayout,
@@ -38,6 +39,8 @@ import {
   MATMUL_MANY_MAX,
   type NativeBuffer,
   type Pool,
+  ROPE_NEOX,
+  ROPE_NORM,
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
 import { StepKeys } from "./step_template.ts";
@@ -260,15 +263,14 @@ export class CpuBackend implements Backend, BandwidthProbe {
     }
   }
 
-  ropeNeox(
-    x: Activation,
-    layout: StepLayout,
-    nHeads: number,
-    headDim: number,
-    freqBase: number,
-  ): void {
+  rope(x: Activation, layout: StepLayout, nHeads: number, headDim: number, spec: RopeSpec): void {
     const a = act(x);
-    this.pool.queue.ropeNeox(a.pointer, a.rows, nHeads, headDim, layout.positions, freqBase);
+    this.pool.queue.rope(a.pointer, a.rows, nHeads, headDim, layout.positions, {
+      freqBase: spec.base,
+      freqScale: spec.freqScale,
+      freqFactors: spec.freqFactors === null ? null : this.#f32(spec.freqFactors, "freqFactors"),
+      mode: spec.style === "neox" ? ROPE_NEOX : ROPE_NORM,
+    });
   }
 
   storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void {
@@ -303,6 +305,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
       layout.positions,
       shape.nHeads,
       shape.scale,
+      shape.window ?? 0,
     );
   }
 
@@ -314,6 +317,31 @@ export class CpuBackend implements Backend, BandwidthProbe {
   add(out: Activation, a: Activation, b: Activation): void {
     const x = act(a);
     this.pool.queue.add(act(out).pointer, x.pointer, act(b).pointer, x.rows * x.cols);
+  }
+
+  geluMul(out: Activation, gate: Activation, up: Activation): void {
+    const g = act(gate);
+    this.pool.queue.geluMul(act(out).pointer, g.pointer, act(up).pointer, g.rows * g.cols);
+  }
+
+  addBias(out: Activation, a: Activation, bias: Weight): void {
+    const x = act(a);
+    const b = this.#f32(bias, "addBias");
+    this.pool.queue.addBias(act(out).pointer, x.pointer, b, x.rows * x.cols, x.cols);
+  }
+
+  scale(out: Activation, a: Activation, factor: number): void {
+    const x = act(a);
+    this.pool.queue.scale(act(out).pointer, x.pointer, factor, x.rows * x.cols);
+  }
+
+  /** The address of an f32 vector weight (biases, rope factors): the ops read it as f32. */
+  #f32(w: Weight, op: string): Deno.PointerObject {
+    const v = weight(w);
+    if (v.type.name !== "F32") {
+      throw new CpuKernelError("cpu_kernel_invalid", `${op}: ${v.name} is ${v.type.name}, not F32`);
+    }
+    return v.pointer;
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {

@@ -46,8 +46,19 @@ export const CPU_SYMBOLS = {
     parameters: ["pointer", "pointer", "pointer", "pointer", "i64", "i64", "f32"],
     result: "i32",
   },
-  nk_rope_neox: {
-    parameters: ["pointer", "pointer", "i64", "i64", "i64", "pointer", "f32"],
+  nk_rope: {
+    parameters: [
+      "pointer",
+      "pointer",
+      "i64",
+      "i64",
+      "i64",
+      "pointer",
+      "f32",
+      "f32",
+      "pointer",
+      "i32",
+    ],
     result: "i32",
   },
   nk_kv_store: {
@@ -83,6 +94,7 @@ export const CPU_SYMBOLS = {
       "i64",
       "i64",
       "f32",
+      "i64",
     ],
     result: "i32",
   },
@@ -90,7 +102,16 @@ export const CPU_SYMBOLS = {
     parameters: ["pointer", "pointer", "pointer", "pointer", "i64"],
     result: "i32",
   },
+  nk_gelu_mul: {
+    parameters: ["pointer", "pointer", "pointer", "pointer", "i64"],
+    result: "i32",
+  },
   nk_add: { parameters: ["pointer", "pointer", "pointer", "pointer", "i64"], result: "i32" },
+  nk_add_bias: {
+    parameters: ["pointer", "pointer", "pointer", "pointer", "i64", "i64"],
+    result: "i32",
+  },
+  nk_scale: { parameters: ["pointer", "pointer", "pointer", "f32", "i64"], result: "i32" },
   nk_argmax_rows: { parameters: ["pointer", "pointer", "i64", "i64", "pointer"], result: "i32" },
   nk_run_ops: {
     parameters: ["pointer", "buffer", "i64", "buffer", "buffer", "buffer", "i32"],

@@ -19,6 +19,20 @@ export const MATMUL_MANY_MAX = 8;
 /** Op codes of oplist.c. */
 const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4, OP_KV_STORE = 5;
 const OP_ATTENTION = 6, OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9, OP_ARGMAX_ROWS = 10;
+const OP_GELU_MUL = 11, OP_ADD_BIAS = 12, OP_SCALE = 13;
+
+/** RoPE modes of nk_rope. */
+export const ROPE_NEOX = 0, ROPE_NORM = 1;
+
+/** The angles of a rope, as nk_rope takes them. */
+export interface RopeAngles {
+  freqBase: number;
+  /** 1: no position scaling. */
+  freqScale: number;
+  /** headDim/2 f32 divisors, or null. */
+  freqFactors: Operand | null;
+  mode: typeof ROPE_NEOX | typeof ROPE_NORM;
+}
 
 function checkRows(rows: Int32Array, aRows: number): void {
   for (let i = 0; i < rows.length; i++) {
@@ -137,25 +151,38 @@ export class OpList extends OpRecord {
     this.push(op, OP_MATMUL, args);
   }
 
-  /** NeoX RoPE in place on x[nTokens][nHeads][headDim], token t at positions[t]. */
-  ropeNeox(
+  /** RoPE in place on x[nTokens][nHeads][headDim], token t at positions[t]. */
+  rope(
     x: Operand,
     nTokens: number,
     nHeads: number,
     headDim: number,
     positions: Int32Array,
-    freqBase: number,
+    angles: RopeAngles,
   ): void {
-    checkDims("ropeNeox", { nTokens, nHeads, headDim });
+    checkDims("rope", { nTokens, nHeads, headDim });
     if (positions.length < nTokens) {
       throw new CpuKernelError(
         "cpu_kernel_invalid",
-        `ropeNeox: ${positions.length} positions for ${nTokens} tokens`,
+        `rope: ${positions.length} positions for ${nTokens} tokens`,
       );
     }
-    const px = this.addr("ropeNeox", "x", x, nTokens * nHeads * headDim * 4);
+    const px = this.addr("rope", "x", x, nTokens * nHeads * headDim * 4);
+    const pf = angles.freqFactors === null
+      ? 0
+      : this.addr("rope", "freqFactors", angles.freqFactors, (headDim / 2) * 4);
     const at = this.copyOnce([positions, nTokens], () => this.copyInts(positions, nTokens));
-    this.push("ropeNeox", OP_ROPE, [px, nTokens, nHeads, headDim, at, freqBase]);
+    this.push("rope", OP_ROPE, [
+      px,
+      nTokens,
+      nHeads,
+      headDim,
+      at,
+      angles.freqBase,
+      angles.freqScale,
+      pf,
+      angles.mode,
+    ]);
   }
 
   /** Writes each row's k and v ([rows][nKvHeads][headDim]) at its position's cache slot. */
@@ -196,8 +223,12 @@ export class OpList extends OpRecord {
     positions: Int32Array,
     nHeads: number,
     scale: number,
+    window = 0,
   ): void {
     checkDims("attention", { nHeads });
+    if (!(Number.isSafeInteger(window) && window >= 0)) {
+      throw new CpuKernelError("cpu_kernel_invalid", `attention: window ${window}`);
+    }
     if (nHeads % l.nKvHeads !== 0) {
       throw new CpuKernelError(
         "cpu_kernel_invalid",
@@ -220,6 +251,7 @@ export class OpList extends OpRecord {
       l.nKvHeads,
       l.headDim,
       scale,
+      window,
     ]);
   }
 
@@ -288,9 +320,43 @@ export class OpList extends OpRecord {
     this.#elementwise("siluMul", OP_SILU_MUL, out, gate, up, n, ["out", "gate", "up"]);
   }
 
+  /** out = gelu(gate) * up over n values (GELU's tanh approximation). */
+  geluMul(out: Operand, gate: Operand, up: Operand, n: number): void {
+    this.#elementwise("geluMul", OP_GELU_MUL, out, gate, up, n, ["out", "gate", "up"]);
+  }
+
   /** out = a + b over n values. */
   add(out: Operand, a: Operand, b: Operand, n: number): void {
     this.#elementwise("add", OP_ADD, out, a, b, n, ["out", "a", "b"]);
+  }
+
+  /** out[r] = a[r] + bias for the n / cols rows of `cols` values. */
+  addBias(out: Operand, a: Operand, bias: Operand, n: number, cols: number): void {
+    checkDims("addBias", { n, cols });
+    if (n % cols !== 0) {
+      throw new CpuKernelError("cpu_kernel_invalid", `addBias: ${n} values in rows of ${cols}`);
+    }
+    this.push("addBias", OP_ADD_BIAS, [
+      this.addr("addBias", "out", out, 4 * n),
+      this.addr("addBias", "a", a, 4 * n),
+      this.addr("addBias", "bias", bias, 4 * cols),
+      n,
+      cols,
+    ]);
+  }
+
+  /** out = a * factor over n values. */
+  scale(out: Operand, a: Operand, factor: number, n: number): void {
+    checkDims("scale", { n });
+    if (!Number.isFinite(factor)) {
+      throw new CpuKernelError("cpu_kernel_invalid", `scale: factor ${factor}`);
+    }
+    this.push("scale", OP_SCALE, [
+      this.addr("scale", "out", out, 4 * n),
+      this.addr("scale", "a", a, 4 * n),
+      factor,
+      n,
+    ]);
   }
 
   #elementwise(

@@ -17,7 +17,14 @@ import {
 import { GgmlType, randomBlocks, Rng } from "../../gguf/mod.ts";
 import { CpuBackend } from "./cpu_backend.ts";
 import { CpuKernelError } from "./errors.ts";
-import { type CpuKernels, KV_F16, type KvLayout, type NativeBuffer } from "./kernels.ts";
+import {
+  type CpuKernels,
+  KV_F16,
+  type KvLayout,
+  type NativeBuffer,
+  ROPE_NEOX,
+  type RopeAngles,
+} from "./kernels.ts";
 import type { OpList } from "./op_list.ts";
 import { everyPool, randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
@@ -27,7 +34,7 @@ type Ops = Pick<
   | "rmsnorm"
   | "matmulMany"
   | "matmul"
-  | "ropeNeox"
+  | "rope"
   | "kvStore"
   | "attention"
   | "siluMul"
@@ -35,6 +42,7 @@ type Ops = Pick<
 >;
 
 const DIM = 256, HEADS = 4, KV_HEADS = 2, HEAD_DIM = 64, FF = 512, VOCAB = 16;
+const ROPE: RopeAngles = { freqBase: 10000, freqScale: 1, freqFactors: null, mode: ROPE_NEOX };
 const LAYOUT: KvLayout = {
   type: KV_F16,
   nBlocks: 4,
@@ -93,8 +101,8 @@ function layer(k: CpuKernels, ops: Ops, w: Inputs, done: () => void): NativeBuff
     n,
   );
   ops.rmsnorm(q, q, null, n * HEADS, HEAD_DIM, 1e-6);
-  ops.ropeNeox(q, n, HEADS, HEAD_DIM, positions, 10000);
-  ops.ropeNeox(kk, n, KV_HEADS, HEAD_DIM, positions, 10000);
+  ops.rope(q, n, HEADS, HEAD_DIM, positions, ROPE);
+  ops.rope(kk, n, KV_HEADS, HEAD_DIM, positions, ROPE);
   ops.kvStore(LAYOUT, kCache, vCache, [seq], positions, kk, v);
   ops.attention(LAYOUT, attn, q, kCache, vCache, [seq], positions, HEADS, 0.125);
   ops.matmul(GgmlType.Q8_0, w.wo, DIM, DIM, attn, n, proj);
@@ -207,11 +215,11 @@ Deno.test("ops recorded outside a step each copy the integers they were given", 
   const [a, b, c] = [0, 1, 2].map(() => k.alloc(HEAD_DIM * 4));
   for (const x of [a, b, c]) x.f32().fill(1);
   const positions = Int32Array.of(3);
-  pool.queue.ropeNeox(a, 1, 1, HEAD_DIM, positions, 10000);
+  pool.queue.rope(a, 1, 1, HEAD_DIM, positions, ROPE);
   positions[0] = 9;
-  pool.queue.ropeNeox(b, 1, 1, HEAD_DIM, positions, 10000);
+  pool.queue.rope(b, 1, 1, HEAD_DIM, positions, ROPE);
   pool.queue.flush();
-  pool.ropeNeox(c, 1, 1, HEAD_DIM, Int32Array.of(3), 10000);
+  pool.rope(c, 1, 1, HEAD_DIM, Int32Array.of(3), ROPE);
   assertEquals(a.u8(), c.u8(), "the first op rotates by the position it was given");
   assert(b.f32().some((v, i) => v !== a.f32()[i]), "the second op by its own");
   pool.destroy();

@@ -1,6 +1,6 @@
 /**
- * Checker for the row and element-wise kernels (RMSNorm, NeoX RoPE, SiLU gate, add,
- * embedding lookup, f16 conversion) against float64 TypeScript references, at every
+ * Checker for the row and element-wise kernels (RMSNorm, RoPE in both layouts, SiLU and
+ * GELU gates, add, bias, scale, embedding lookup, f16 conversion) against float64 TypeScript references, at every
  * dispatch level of this CPU with 1 and 2 threads, on sizes that take both the
  * calling-thread-only and the parallel paths.
  */
@@ -15,6 +15,7 @@ import {
   Rng,
 } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
+import { ROPE_NEOX, ROPE_NORM, type RopeAngles } from "./kernels.ts";
 import {
   everyPool,
   maxAbsDiff,
@@ -56,27 +57,39 @@ Deno.test("rmsnorm matches the f64 reference, with and without weight, in place"
   });
 });
 
-/** NeoX RoPE as ggml computes it: theta advances by f32 multiplication. */
+interface RopeCase {
+  base: number;
+  /** Linear position scaling (default 1). */
+  scale?: number;
+  /** Per-pair divisors (default none). */
+  factors?: Float32Array;
+  style?: "neox" | "norm";
+}
+
+/** RoPE as ggml computes it: theta advances by f32 multiplication, then ÷ factor, × scale. */
 function ropeRef(
   x: Float32Array,
   nTokens: number,
   nHeads: number,
   d: number,
   pos: Int32Array,
-  base: number,
+  rope: RopeCase,
 ) {
   const out = Float64Array.from(x);
   const half = d / 2;
-  const thetaScale = Math.fround(Math.pow(base, Math.fround(-2 / d)));
+  const thetaScale = Math.fround(Math.pow(rope.base, Math.fround(-2 / d)));
+  const [stride, gap] = rope.style === "norm" ? [2, 1] : [1, half];
   for (let t = 0; t < nTokens; t++) {
     let theta = Math.fround(pos[t]);
     for (let i = 0; i < half; i++) {
-      const c = Math.cos(theta), s = Math.sin(theta);
+      const f = rope.factors === undefined ? theta : Math.fround(theta / rope.factors[i]);
+      const angle = Math.fround((rope.scale ?? 1) * f);
+      const c = Math.cos(angle), s = Math.sin(angle);
       for (let h = 0; h < nHeads; h++) {
-        const o = (t * nHeads + h) * d;
-        const x0 = x[o + i], x1 = x[o + i + half];
-        out[o + i] = x0 * c - x1 * s;
-        out[o + i + half] = x0 * s + x1 * c;
+        const o = (t * nHeads + h) * d + i * stride;
+        const x0 = x[o], x1 = x[o + gap];
+        out[o] = x0 * c - x1 * s;
+        out[o + gap] = x0 * s + x1 * c;
       }
       theta = Math.fround(theta * thetaScale);
     }
@@ -84,63 +97,98 @@ function ropeRef(
   return out;
 }
 
-Deno.test("rope_neox rotates pairs (i, i + d/2) by pos * base^(-2i/d), per-token positions", async () => {
+function ropeAngles(rope: RopeCase): RopeAngles {
+  return {
+    freqBase: rope.base,
+    freqScale: rope.scale ?? 1,
+    freqFactors: rope.factors ?? null,
+    mode: rope.style === "norm" ? ROPE_NORM : ROPE_NEOX,
+  };
+}
+
+Deno.test("rope turns NeoX pairs (i, i + d/2) or NORM pairs (2i, 2i + 1) as ggml does, with scaling and factors", async () => {
   const rng = new Rng(12);
+  const factors = Float32Array.from({ length: 64 }, (_, i) => 1 + (i % 7) * 0.75);
+  const cases: RopeCase[] = [
+    { base: 1e6 },
+    { base: 1e4, style: "norm" },
+    { base: 5e5, style: "norm", factors },
+    { base: 1e6, scale: 0.125 },
+  ];
   await everyPool((pool, what) => {
-    for (const [nTokens, nHeads, d] of [[5, 3, 64], [70, 4, 128]]) {
-      const pos = Int32Array.from({ length: nTokens }, (_, t) => [0, 1, 7, 100, 40000][t % 5] + t);
-      const x = randomF32(rng, nTokens * nHeads * d);
-      const got = x.slice();
-      pool.ropeNeox(got, nTokens, nHeads, d, pos, 1e6);
-      const want = ropeRef(x, nTokens, nHeads, d, pos, 1e6);
-      assert(
-        maxAbsDiff(got, want) < 2e-5,
-        `${what} ${nTokens}x${nHeads}x${d}: ${maxAbsDiff(got, want)}`,
-      );
+    for (const rope of cases) {
+      for (const [nTokens, nHeads, d] of [[5, 3, 64], [70, 4, 128]]) {
+        const pos = Int32Array.from(
+          { length: nTokens },
+          (_, t) => [0, 1, 7, 100, 40000][t % 5] + t,
+        );
+        const x = randomF32(rng, nTokens * nHeads * d);
+        const got = x.slice();
+        const angles = ropeAngles({ ...rope, factors: rope.factors?.slice(0, d / 2) });
+        pool.rope(got, nTokens, nHeads, d, pos, angles);
+        const want = ropeRef(x, nTokens, nHeads, d, pos, rope);
+        const err = maxAbsDiff(got, want);
+        assert(err < 2e-5, `${what} ${JSON.stringify(rope)} ${nTokens}x${nHeads}x${d}: ${err}`);
+      }
     }
   });
-  // Position 0 is the identity; the NORM layout (pairs 2i, 2i+1) would move it elsewhere.
+  // Position 0 is the identity; the other layout would move other features.
   const k = await testKernels();
   const pool = k.createPool(1);
   const x = randomF32(rng, 64);
-  const moved = x.slice();
-  pool.ropeNeox(moved, 1, 1, 64, Int32Array.of(3), 10000);
-  assertEquals(moved[1] === x[1], false);
+  const neox = x.slice(), norm = x.slice();
+  pool.rope(neox, 1, 1, 64, Int32Array.of(3), ropeAngles({ base: 10000 }));
+  pool.rope(norm, 1, 1, 64, Int32Array.of(3), ropeAngles({ base: 10000, style: "norm" }));
+  assertEquals(neox[1] === x[1], false);
+  assertEquals(neox[33] === x[33], false);
+  assertEquals(norm[1] === neox[1], false);
   const still = x.slice();
-  pool.ropeNeox(still, 1, 1, 64, Int32Array.of(0), 10000);
+  pool.rope(still, 1, 1, 64, Int32Array.of(0), ropeAngles({ base: 10000 }));
   assertEquals(still, x);
   pool.destroy();
 });
 
-Deno.test("rope_neox: the angle tables a pool keeps never serve another position or shape", async () => {
+Deno.test("rope: the angle tables a pool keeps never serve another position, shape or rope", async () => {
   const rng = new Rng(14);
+  const factors = Float32Array.from({ length: 32 }, (_, i) => 1 + i / 8);
+  const other = factors.map((f) => f * 2);
   await everyPool((pool, what) => {
     // The pool keeps 64 positions' tables at first: 5, 69 and 133 share a slot, repeats
-    // share a table, a 300-token call grows the cache, and another head size or base
-    // replaces the tables.
-    const calls: [number, number, number[]][] = [
-      [64, 1e6, [5, 69, 133, 5, 69]],
-      [64, 1e6, [133, 5]],
-      [128, 1e6, [5, 69]],
-      [64, 1e4, [5, 69]],
-      [64, 1e6, Array.from({ length: 300 }, (_, t) => (t * 37) % 512)],
-      [64, 1e6, [69, 5, 133]],
+    // share a table, a 300-token call grows the cache, and another head size, base, scale
+    // or factor list (two ropes alternating, as Gemma 3's layers do) gets its own tables.
+    const calls: [number, RopeCase, number[]][] = [
+      [64, { base: 1e6 }, [5, 69, 133, 5, 69]],
+      [64, { base: 1e6 }, [133, 5]],
+      [128, { base: 1e6 }, [5, 69]],
+      [64, { base: 1e4 }, [5, 69]],
+      [64, { base: 1e6 }, [5, 69]],
+      [64, { base: 1e4 }, [69, 5]],
+      [64, { base: 1e6, scale: 0.5 }, [69, 5]],
+      [64, { base: 1e6, factors }, [5, 69]],
+      [64, { base: 1e6, factors: other }, [5, 69]],
+      [64, { base: 1e6 }, Array.from({ length: 300 }, (_, t) => (t * 37) % 512)],
+      [64, { base: 1e6 }, [69, 5, 133]],
     ];
-    for (const [d, base, positions] of calls) {
+    for (const [d, rope, positions] of calls) {
       const pos = Int32Array.from(positions), n = pos.length;
       const x = randomF32(rng, n * 2 * d);
       const got = x.slice();
-      pool.ropeNeox(got, n, 2, d, pos, base);
-      const err = maxAbsDiff(got, ropeRef(x, n, 2, d, pos, base));
-      assert(err < 2e-5, `${what} d=${d} base=${base} positions ${positions.slice(0, 5)}: ${err}`);
+      pool.rope(got, n, 2, d, pos, ropeAngles(rope));
+      const err = maxAbsDiff(got, ropeRef(x, n, 2, d, pos, rope));
+      assert(err < 2e-5, `${what} d=${d} ${JSON.stringify(rope)} ${positions.slice(0, 5)}: ${err}`);
     }
   });
 });
 
-Deno.test("silu_mul and add match the f64 reference on serial and parallel sizes", async () => {
+/** GELU's tanh approximation, in f64. */
+function gelu(x: number): number {
+  return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)));
+}
+
+Deno.test("silu_mul, gelu_mul, add, add_bias and scale match the f64 reference on serial and parallel sizes", async () => {
   const rng = new Rng(13);
   await everyPool((pool, what) => {
-    for (const n of [37, 100003]) {
+    for (const n of [37 * 3, 100003 * 3]) {
       const g = randomF32(rng, n, 4), u = randomF32(rng, n);
       g[0] = -100;
       g[1] = 100;
@@ -149,9 +197,22 @@ Deno.test("silu_mul and add match the f64 reference on serial and parallel sizes
       const want = Float64Array.from(g, (v, i) => (v / (1 + Math.exp(-v))) * u[i]);
       assert(maxAbsDiff(out, want) < 1e-5 * 100, `${what} silu n=${n}`);
       assert(relError(out, want) < 1e-5, `${what} silu n=${n}`);
+      pool.geluMul(out, g, u, n);
+      const wantGelu = Float64Array.from(g, (v, i) => gelu(v) * u[i]);
+      assert(maxAbsDiff(out, wantGelu) < 1e-5 * 100, `${what} gelu n=${n}`);
+      assert(relError(out, wantGelu) < 1e-5, `${what} gelu n=${n}`);
       pool.add(out, g, u, n);
       assertEquals(out, Float32Array.from(g, (v, i) => v + u[i]), `${what} add n=${n}`);
+      const cols = n / 3, bias = randomF32(rng, cols);
+      pool.addBias(out, g, bias, n, cols);
+      assertEquals(out, Float32Array.from(g, (v, i) => v + bias[i % cols]), `${what} bias n=${n}`);
+      pool.scale(out, g, 8, n);
+      assertEquals(out, Float32Array.from(g, (v) => v * 8), `${what} scale n=${n}`);
     }
+    assertThrows(() =>
+      pool.addBias(new Float32Array(10), new Float32Array(10), new Float32Array(3), 10, 3)
+    );
+    assertThrows(() => pool.scale(new Float32Array(4), new Float32Array(4), NaN, 4));
   });
 });
 

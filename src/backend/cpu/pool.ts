@@ -138,9 +138,9 @@ export class Pool {
     this.#now((q) => q.rmsnorm(...a));
   }
 
-  /** Immediate `OpList.ropeNeox`. */
-  ropeNeox(...a: Parameters<OpList["ropeNeox"]>): void {
-    this.#now((q) => q.ropeNeox(...a));
+  /** Immediate `OpList.rope`. */
+  rope(...a: Parameters<OpList["rope"]>): void {
+    this.#now((q) => q.rope(...a));
   }
 
   /** Immediate `OpList.kvStore`. */
@@ -166,6 +166,21 @@ export class Pool {
   /** Immediate `OpList.add`. */
   add(...a: Parameters<OpList["add"]>): void {
     this.#now((q) => q.add(...a));
+  }
+
+  /** Immediate `OpList.geluMul`. */
+  geluMul(...a: Parameters<OpList["geluMul"]>): void {
+    this.#now((q) => q.geluMul(...a));
+  }
+
+  /** Immediate `OpList.addBias`. */
+  addBias(...a: Parameters<OpList["addBias"]>): void {
+    this.#now((q) => q.addBias(...a));
+  }
+
+  /** Immediate `OpList.scale`. */
+  scale(...a: Parameters<OpList["scale"]>): void {
+    this.#now((q) => q.scale(...a));
   }
 
   /** Read bandwidth in GB/s of all threads streaming a buffer of `bytes`, best of `iters`. */

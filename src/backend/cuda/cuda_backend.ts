@@ -19,6 +19,7 @@ import type {
   DeviceMemory,
   KvCache,
   KvCacheSpec,
+  RopeSpec,
   Step,
   StepLayout,
   Weight,
@@ -29,9 +30,11 @@ import { CudaError, invalidArgument } from "./errors.ts";
 import { ccString } from "./flavour.ts";
 import { allocateKvCache, copyBandwidth, copyKvRows, ensureFits, uploadWeight } from "./loading.ts";
 import type { MemoryUsage } from "./memory.ts";
-import { internPositions, recordAttention, recordStoreKv } from "./ops_attention.ts";
+import { recordAttention, recordStoreKv } from "./ops_attention.ts";
+import { launchBinary, operands, recordAddBias, recordScale } from "./ops_elementwise.ts";
 import { recordMatmul } from "./ops_matmul.ts";
-import { fuseGateUp, fuseRope, noted, recordHeadNorm, recordRowNorm } from "./fusion.ts";
+import { recordRope } from "./ops_rope.ts";
+import { fuseGateUp, noted, recordHeadNorm, recordRowNorm } from "./fusion.ts";
 import { asActivation, asCache, asWeight, CudaActivation } from "./resources.ts";
 import type { RunnerStats } from "./runner.ts";
 
@@ -45,8 +48,6 @@ export interface CudaBackendInfo {
   graphs: boolean;
   totalBytes: number;
 }
-
-const ELEMENTWISE_MAX_BLOCKS = 4096;
 
 export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
   readonly kind = "cuda" as const;
@@ -197,24 +198,9 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
     ws.forEach((w, i) => this.matmul(outs[i], w, x));
   }
 
-  ropeNeox(
-    x: Activation,
-    layout: StepLayout,
-    nHeads: number,
-    headDim: number,
-    freqBase: number,
-  ): void {
-    const xs = asActivation(x, "ropeNeox");
-    if (xs.cols !== nHeads * headDim || headDim % 2 !== 0) {
-      throw invalidArgument("ropeNeox", `${xs.cols} columns as ${nHeads} heads of ${headDim}`);
-    }
-    const ctx = this.#live();
-    const positions = internPositions(ctx, layout, xs.rows);
-    if (!(ctx.fusion && fuseRope(ctx, xs, positions, nHeads, headDim, freqBase))) {
-      const grid = Math.ceil((nHeads * headDim) / 2 / 128);
-      ctx.runner.tape.launch(ctx.k("rope_neox"), grid, xs.rows, 1, 128)
-        .p(xs.ptr).p(positions).i(xs.rows).i(nHeads).i(headDim).f(freqBase).end();
-    }
+  rope(x: Activation, layout: StepLayout, nHeads: number, headDim: number, spec: RopeSpec): void {
+    const xs = asActivation(x, "rope");
+    recordRope(this.#live(), xs, layout, nHeads, headDim, spec);
     this.#wrote(xs);
   }
 
@@ -250,47 +236,35 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
     this.#wrote(o);
   }
 
-  /** Checks an elementwise op's operands; returns them with the element count. */
-  #operands(op: string, out: Activation, a: Activation, b: Activation) {
-    const o = asActivation(out, op);
-    const x = asActivation(a, op);
-    const y = asActivation(b, op);
-    const n = x.rows * x.cols;
-    if (y.rows * y.cols !== n || o.rows * o.cols < n) {
-      throw invalidArgument(
-        op,
-        `${x.rows}x${x.cols}, ${y.rows}x${y.cols} into ${o.rows}x${o.cols}`,
-      );
-    }
-    return { o, x, y, n };
-  }
-
-  #elementwise(
-    ctx: CudaContext,
-    name: string,
-    o: CudaActivation,
-    x: CudaActivation,
-    y: CudaActivation,
-    n: number,
-  ): void {
-    const grid = Math.min(Math.ceil(n / 256), ELEMENTWISE_MAX_BLOCKS);
-    ctx.runner.tape.launch(ctx.k(name), grid, 1, 1, 256).p(o.ptr).p(x.ptr).p(y.ptr).i(n).end();
-  }
-
   siluMul(out: Activation, gate: Activation, up: Activation): void {
-    const { o, x, y, n } = this.#operands("siluMul", out, gate, up);
+    const v = operands("siluMul", out, gate, up);
     const ctx = this.#live();
-    if (!(ctx.fusion && fuseGateUp(ctx, o, x, y))) this.#elementwise(ctx, "silu_mul", o, x, y, n);
-    this.#wrote(o);
+    if (!(ctx.fusion && fuseGateUp(ctx, v.o, v.x, v.y))) launchBinary(ctx, "silu_mul", v);
+    this.#wrote(v.o);
+  }
+
+  geluMul(out: Activation, gate: Activation, up: Activation): void {
+    const v = operands("geluMul", out, gate, up);
+    launchBinary(this.#live(), "gelu_mul", v);
+    this.#wrote(v.o);
   }
 
   add(out: Activation, a: Activation, b: Activation): void {
-    const { o, x, y, n } = this.#operands("add", out, a, b);
+    const v = operands("add", out, a, b);
+    const { o, x, y } = v;
     const ctx = this.#live();
-    const shaped = (v: CudaActivation): boolean => v.rows === o.rows && v.cols === o.cols;
+    const shaped = (m: CudaActivation): boolean => m.rows === o.rows && m.cols === o.cols;
     const body = shaped(x) && shaped(y) ? { kind: "add" as const, out: o, a: x, b: y } : null;
-    noted(ctx, body, () => this.#elementwise(ctx, "add_f32", o, x, y, n));
+    noted(ctx, body, () => launchBinary(ctx, "add_f32", v));
     this.#wrote(o);
+  }
+
+  addBias(out: Activation, a: Activation, bias: Weight): void {
+    this.#wrote(recordAddBias(this.#live(), out, a, bias));
+  }
+
+  scale(out: Activation, a: Activation, factor: number): void {
+    this.#wrote(recordScale(this.#live(), out, a, factor));
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {

@@ -8,7 +8,7 @@
  *   rmsNorm, matmul needing q8_1   -> rms_norm_q8         (also after add: add_rms_norm_q8)
  *   matmuls of the same activations -> mmvq3_*           (q, k, v: up to three weights)
  *   attention, matmul needing q8_1 -> attn_combine_q8
- *   per-head rmsNorm, ropeNeox     -> rms_norm_rope       (also across the other head norm)
+ *   per-head rmsNorm, rope         -> rms_norm_rope       (also across the other head norm)
  *   matmul gate, matmul up, siluMul -> mmvq_gu_*          (one pass over both weights)
  *
  * A fused kernel computes exactly what the sequence did and leaves every activation as the
@@ -19,6 +19,7 @@
 import type { CudaContext, DeviceRows } from "./context.ts";
 import type { CudaActivation, CudaWeight } from "./resources.ts";
 import type { Kernel } from "./kernels.ts";
+import type { DeviceRope } from "./ops_rope.ts";
 
 export interface Quantized {
   xq: number;
@@ -194,8 +195,9 @@ export function recordHeadNorm(
 }
 
 /**
- * RoPE of `x` fused into its per-head norm when that norm is the last record or the one
- * before a norm of other heads (q-norm, k-norm, rope q, rope k); false when not fusable.
+ * RoPE of `x` (either layout, any scaling and factors) fused into its per-head norm when
+ * that norm is the last record or the one before a norm of other heads (q-norm, k-norm,
+ * rope q, rope k); false when not fusable.
  */
 export function fuseRope(
   ctx: CudaContext,
@@ -203,7 +205,7 @@ export function fuseRope(
   positions: number,
   heads: number,
   dim: number,
-  base: number,
+  rope: DeviceRope,
 ): boolean {
   const notes = tail(ctx);
   const headNorms = notes.map((n) => (n.kind === "headNorm" ? n : null));
@@ -223,7 +225,8 @@ export function fuseRope(
   }
   cut(ctx, norm.start);
   ctx.runner.tape.launch(ctx.k("rms_norm_rope"), Math.ceil((x.rows * heads) / 4), 1, 1, 128)
-    .p(x.ptr).p(norm.w).p(positions).i(x.rows).i(heads).i(dim).f(norm.eps).f(base).end();
+    .p(x.ptr).p(norm.w).p(positions).opt(rope.factors).i(x.rows).i(heads).i(dim).f(norm.eps)
+    .f(rope.base).f(rope.freqScale).i(rope.norm).end();
   if (other !== null) {
     const o = other;
     noted(

@@ -1,8 +1,9 @@
 /**
  * What happens outside steps: weights copied to the device (1-row tensors, the norm
- * weights, expanded to f32 there), KV caches allocated (checked against free memory
- * first) and zeroed, rows copied between cache blocks (a prefix shared mid-block), the fit
- * check with its numbers, and the copy-bandwidth probe.
+ * weights, biases and RoPE factors, expanded to f32 on the host first), KV caches
+ * allocated (checked against free memory first) and zeroed, rows copied between cache
+ * blocks (a prefix shared mid-block), the fit check with its numbers, and the
+ * copy-bandwidth probe.
  */
 
 import { dequantizeRow } from "../../gguf/dequant/mod.ts";
@@ -66,11 +67,12 @@ export function uploadWeight(ctx: CudaContext, source: WeightSource): CudaWeight
       `${name}: ${source.bytes.byteLength} bytes, ${rows * rb} needed`,
     );
   }
-  if (rows === 1 && type.id !== GgmlType.F32) {
+  if (rows === 1) {
     const values = new Float32Array(new ArrayBuffer(4 * cols));
     dequantizeRow(type, source.bytes, values);
+    const positive = values.every((v) => v > 0 && Number.isFinite(v));
     const ptr = upload(ctx, values.byteLength, Deno.UnsafePointer.of(values)!);
-    return new CudaWeight(name, ggmlTypeInfo(GgmlType.F32)!, 1, cols, ptr, 4 * cols);
+    return new CudaWeight(name, ggmlTypeInfo(GgmlType.F32)!, 1, cols, ptr, 4 * cols, positive);
   }
   return new CudaWeight(name, type, rows, cols, upload(ctx, rows * rb, source.pointer), rb);
 }

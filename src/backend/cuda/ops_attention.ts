@@ -1,5 +1,6 @@
 /**
- * Recording what depends on a step's layout: RoPE positions, KV stores and attention.
+ * Recording what depends on a step's layout: RoPE positions, KV stores and attention (full
+ * or over a sliding window).
  * A layout goes to the arena once per step (positions; then, for cache ops, the row ->
  * sequence map and the block tables padded to a power-of-two stride), after checking
  * every position against its block table, since a bad index here would be a wild device
@@ -54,7 +55,7 @@ function checkPositions(op: string, layout: StepLayout, rows: number): void {
 
 /** Device address of the layout's positions (first `rows`). */
 export function internPositions(ctx: CudaContext, layout: StepLayout, rows: number): number {
-  checkPositions("ropeNeox", layout, rows);
+  checkPositions("rope", layout, rows);
   ctx.reserveArena(4 * rows + 64);
   const cur = ctx.layouts.get(layout);
   if (cur !== undefined && cur.rows === rows) return cur.positions;
@@ -174,7 +175,11 @@ export function recordAttention(
 ): void {
   checkLayer("attention", cache, layer);
   const { nHeads, nKvHeads, headDim, scale } = shape;
+  const window = shape.window ?? 0;
   const spec = cache.spec;
+  if (!(Number.isSafeInteger(window) && window >= 0 && window <= 0x7fffffff)) {
+    throw invalidArgument("attention", `window ${window}`);
+  }
   if (nKvHeads !== spec.nKvHeads || headDim !== spec.headDim || nHeads % nKvHeads !== 0) {
     throw invalidArgument(
       "attention",
@@ -197,10 +202,12 @@ export function recordAttention(
     : [];
   const splitRows = layout.sequences.reduce((n, seq) => n + seq.rowCount, 0) -
     tiled.reduce((n, seq) => n + seq.rowCount, 0);
+  // A window bounds what any row sees: no more splits than its positions fill.
+  const reach = tableStrideFor(layout) * spec.blockSize;
   const splits = attentionSplits(
     rows,
     nHeads,
-    tableStrideFor(layout) * spec.blockSize,
+    window > 0 ? Math.min(window, reach) : reach,
     ctx.device.multiprocessors,
   );
   const parts = rows * nHeads * splits;
@@ -222,7 +229,7 @@ export function recordAttention(
       .p(out.ptr).p(q.ptr).p(cache.k[layer]).p(cache.v[layer])
       .p(dl.positions).p(dl.tables + 4 * s * dl.stride)
       .i(seq.rowStart).i(seq.rowCount).i(nHeads).i(nKvHeads).i(headDim).i(spec.blockSize).f(scale)
-      .end();
+      .i(window).end();
   }
   if (splitRows === 0) return;
   // The split kernels skip rows marked -1: those of no sequence, and the tiled ones.
@@ -235,7 +242,8 @@ export function recordAttention(
   tape.launch(ctx.k(`attn_split_${kvType}`), nHeads, rows, splits, ATTN_THREADS)
     .p(acc).p(ml).p(q.ptr).p(cache.k[layer]).p(cache.v[layer])
     .p(dl.positions).p(rowSeq).p(dl.tables)
-    .i(dl.stride).i(nHeads).i(nKvHeads).i(headDim).i(spec.blockSize).i(splits).f(scale).end();
+    .i(dl.stride).i(nHeads).i(nKvHeads).i(headDim).i(spec.blockSize).i(splits).f(scale)
+    .i(window).end();
   const body = { kind: "combine" as const, out, acc, ml, rowSeq, heads: nHeads, headDim, splits };
   noted(ctx, body, () => {
     tape.launch(ctx.k("attn_combine"), nHeads, rows, 1, ATTN_THREADS)

@@ -19,6 +19,11 @@ export class CudaWeight implements Weight {
     readonly cols: number,
     readonly ptr: number,
     readonly rowBytes: number,
+    /**
+     * Whether every value is finite and above zero, as RoPE frequency factors must be
+     * (known for 1-row weights, read on the host at load; false for any other).
+     */
+    readonly positive = false,
   ) {}
 }
 

@@ -96,6 +96,15 @@ export class Tape {
     return this;
   }
 
+  /** An optional device address: 0 passes NULL, which the kernel reads as "none". */
+  opt(addr: number): this {
+    if (addr !== 0) return this.p(addr);
+    const at = this.#slot("p");
+    this.words[at] = 0;
+    this.words[at + 1] = 0;
+    return this;
+  }
+
   i(v: number): this {
     if (!Number.isInteger(v) || v < -2147483648 || v > 2147483647) {
       throw new CudaError("cuda_invalid_argument", `${this.#kernel?.name}: int parameter ${v}`);

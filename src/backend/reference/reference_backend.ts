@@ -14,6 +14,7 @@ import {
   type KvCache,
   type KvCacheSpec,
   kvCopyProblem,
+  type RopeSpec,
   type Step,
   type StepLayout,
   type Weight,
@@ -138,27 +139,26 @@ export class ReferenceBackend implements Backend {
     }
   }
 
-  ropeNeox(
-    x: Activation,
-    layout: StepLayout,
-    nHeads: number,
-    headDim: number,
-    freqBase: number,
-  ): void {
+  rope(x: Activation, layout: StepLayout, nHeads: number, headDim: number, spec: RopeSpec): void {
     const data = act(x).data;
     const half = headDim / 2;
+    const factors = spec.freqFactors === null ? null : weight(spec.freqFactors).values;
+    // The two features a pair rotates: i and i + d/2 (NeoX), or 2i and 2i + 1 (NORM).
+    const [stride, gap] = spec.style === "neox" ? [1, half] : [2, 1];
     for (let t = 0; t < act(x).rows; t++) {
       const pos = layout.positions[t];
       for (let h = 0; h < nHeads; h++) {
         const base = (t * nHeads + h) * headDim;
         for (let i = 0; i < half; i++) {
-          const theta = pos * Math.pow(freqBase, (-2 * i) / headDim);
+          const theta = (spec.freqScale * pos * Math.pow(spec.base, (-2 * i) / headDim)) /
+            (factors === null ? 1 : factors[i]);
           const c = Math.cos(theta);
           const s = Math.sin(theta);
-          const a = data[base + i];
-          const b = data[base + i + half];
-          data[base + i] = a * c - b * s;
-          data[base + i + half] = a * s + b * c;
+          const ia = base + i * stride;
+          const a = data[ia];
+          const b = data[ia + gap];
+          data[ia] = a * c - b * s;
+          data[ia + gap] = a * s + b * c;
         }
       }
     }
@@ -189,18 +189,20 @@ export class ReferenceBackend implements Backend {
   ): void {
     const c = cache as RefKvCache;
     const { nHeads, nKvHeads, headDim, scale } = shape;
+    const window = shape.window ?? 0;
     const group = nHeads / nKvHeads;
     const qs = act(q).data;
     const os = act(out).data;
     for (const seq of layout.sequences) {
       for (let t = seq.rowStart; t < seq.rowStart + seq.rowCount; t++) {
         const last = layout.positions[t];
+        const first = window > 0 ? Math.max(0, last - window + 1) : 0;
         const scores = new Float64Array(last + 1);
         for (let h = 0; h < nHeads; h++) {
           const kvHead = Math.floor(h / group);
           const qo = (t * nHeads + h) * headDim;
           let max = -Infinity;
-          for (let p = 0; p <= last; p++) {
+          for (let p = first; p <= last; p++) {
             const ko = c.slot(seq.blockTable, p, kvHead);
             let dot = 0;
             for (let i = 0; i < headDim; i++) dot += qs[qo + i] * c.k[layer][ko + i];
@@ -208,13 +210,13 @@ export class ReferenceBackend implements Backend {
             if (scores[p] > max) max = scores[p];
           }
           let denom = 0;
-          for (let p = 0; p <= last; p++) {
+          for (let p = first; p <= last; p++) {
             scores[p] = Math.exp(scores[p] - max);
             denom += scores[p];
           }
           for (let i = 0; i < headDim; i++) {
             let sum = 0;
-            for (let p = 0; p <= last; p++) {
+            for (let p = first; p <= last; p++) {
               sum += scores[p] * c.v[layer][c.slot(seq.blockTable, p, kvHead) + i];
             }
             os[qo + i] = sum / denom;
@@ -229,6 +231,30 @@ export class ReferenceBackend implements Backend {
     const u = act(up).data;
     const o = act(out).data;
     for (let i = 0; i < g.length; i++) o[i] = (g[i] / (1 + Math.exp(-g[i]))) * u[i];
+  }
+
+  geluMul(out: Activation, gate: Activation, up: Activation): void {
+    const g = act(gate).data;
+    const u = act(up).data;
+    const o = act(out).data;
+    const k = Math.sqrt(2 / Math.PI);
+    for (let i = 0; i < g.length; i++) {
+      const x = g[i];
+      o[i] = 0.5 * x * (1 + Math.tanh(k * (x + 0.044715 * x * x * x))) * u[i];
+    }
+  }
+
+  addBias(out: Activation, a: Activation, bias: Weight): void {
+    const { cols, data: x } = act(a);
+    const b = weight(bias).values;
+    const o = act(out).data;
+    for (let i = 0; i < x.length; i++) o[i] = x[i] + b[i % cols];
+  }
+
+  scale(out: Activation, a: Activation, factor: number): void {
+    const x = act(a).data;
+    const o = act(out).data;
+    for (let i = 0; i < x.length; i++) o[i] = x[i] * factor;
   }
 
   add(out: Activation, a: Activation, b: Activation): void {

@@ -1,6 +1,7 @@
 /**
- * Where a hub `model_id` (`org/name`, `scheme:org/name`) is read from: its GGUF file,
- * fetched into the cache. Paths are model_path.ts's.
+ * Where a hub `model_id` (`org/name`, `scheme:org/name`, either with `@revision`) is read
+ * from: its GGUF file (a split model's first part), fetched into the cache. Paths are
+ * model_path.ts's.
  */
 
 import type { ModelSpec, NativeConfig } from "../../config/mod.ts";
@@ -24,7 +25,7 @@ export async function modelFile(
   config: NativeConfig,
   opts: SourceOptions,
 ): Promise<string> {
-  const ref = parseRepoRef(spec.model_id);
+  const ref = parseRepoRef(spec.model_id, spec.revision);
   const source = resolveSource(
     ref.scheme,
     { hfCache: config.hf_cache, sources: config.sources },
@@ -35,6 +36,7 @@ export async function modelFile(
     signal: opts.signal,
     log: opts.log,
     onProgress: opts.onDownload,
+    retry: { budgetMs: config.hub_retry_secs * 1000 },
   });
   return file.path;
 }

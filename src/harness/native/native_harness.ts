@@ -207,6 +207,16 @@ export class NativeHarness implements Harness {
         );
       }
       const where = path === id ? id : `${id} from ${path}`;
+      if (code === "unsupported_architecture" || code === "unsupported_arch") {
+        // A file of an architecture no family reads: the client chose the wrong model.
+        throw new NeuronError(
+          "unsupported_architecture",
+          `cannot load ${where}: ${errorMessage(err)}`,
+          {
+            cause: err,
+          },
+        );
+      }
       if (code === "cuda_unavailable") {
         throw new NeuronError(code, `cannot load ${where}: ${errorMessage(err)}`, { cause: err });
       }

@@ -1,21 +1,18 @@
 /**
  * The small ops against the reference: RMSNorm (per token and per head, narrow and wide),
- * NeoX RoPE at large positions, SiLU-gate, add, row gather, embedding lookups from
- * quantized tables, and greedy argmax on the device.
+ * SiLU and GELU gates, add, bias, scale, row gather, embedding lookups from quantized
+ * tables, and greedy argmax on the device. RoPE is rope.ts's.
  */
 
 import { argmax } from "../../../src/common/argmax.ts";
 import { GgmlType, ggmlTypeInfo } from "../../../src/gguf/types.ts";
 import { f32ToF16 } from "../../../src/gguf/half.ts";
-import type { Activation, Backend, StepLayout } from "../../../src/backend/backend.ts";
+import type { Activation, Backend } from "../../../src/backend/backend.ts";
 import { assertEquals } from "../../support/assert.ts";
 import { type Pair, randomF32, source, typeNamed } from "./pair.ts";
 
 const EXACT = 1e-6;
 const NORM = 1e-5;
-/** RoPE angles are computed in f32 (as llama.cpp does): exact to ~2^-24 of the position. */
-const ROPE_NEAR = 2e-4;
-const ROPE_FAR = 1e-2;
 
 export function checkRmsNorm(pair: Pair): void {
   const cases: Array<[rows: number, cols: number, dim: number]> = [
@@ -43,24 +40,6 @@ export function checkRmsNorm(pair: Pair): void {
   }
 }
 
-export function checkRope(pair: Pair): void {
-  const sets: Array<[number[], number]> = [[[0, 7, 1234, 2047, 3], ROPE_NEAR], [
-    [40000, 40961, 9],
-    ROPE_FAR,
-  ]];
-  for (const [heads, dim, base] of [[3, 64, 1e6], [2, 128, 10000], [5, 32, 1e6]] as const) {
-    for (const [list, bound] of sets) {
-      const positions = Int32Array.from(list);
-      const rows = positions.length;
-      const layout: StepLayout = { positions, sequences: [] };
-      const x = pair.random(rows, heads * dim);
-      pair.dev.ropeNeox(x.dev, layout, heads, dim, base);
-      pair.ref.ropeNeox(x.ref, layout, heads, dim, base);
-      pair.check(`ropeNeox ${heads} heads of ${dim}, base ${base}, positions ${list}`, x, bound);
-    }
-  }
-}
-
 export function checkElementwise(pair: Pair): void {
   const [rows, cols] = [3, 77];
   const a = pair.random(rows, cols, 4);
@@ -78,6 +57,37 @@ export function checkElementwise(pair: Pair): void {
   pair.dev.add(a.dev, a.dev, out.dev);
   pair.ref.add(a.ref, a.ref, out.ref);
   pair.check("add in place", a, EXACT);
+  const g = pair.random(rows, cols, 4);
+  pair.dev.geluMul(out.dev, g.dev, b.dev);
+  pair.ref.geluMul(out.ref, g.ref, b.ref);
+  pair.check("geluMul", out, EXACT);
+  pair.dev.geluMul(g.dev, g.dev, b.dev);
+  pair.ref.geluMul(g.ref, g.ref, b.ref);
+  pair.check("geluMul in place", g, EXACT);
+  // Gemma's GELU saturates: far out it is x (gate above 0) or 0 (below).
+  const wide = pair.upload(Float32Array.from([-30, -8, -3, -0.5, 0, 0.5, 3, 8, 30]), 1, 9);
+  const ones = pair.upload(new Float32Array(9).fill(1), 1, 9);
+  const w = pair.activation(1, 9);
+  pair.dev.geluMul(w.dev, wide.dev, ones.dev);
+  pair.ref.geluMul(w.ref, wide.ref, ones.ref);
+  pair.check("geluMul far from 0", w, EXACT);
+  // Exact sums and products of equal inputs (a and b are no longer equal on both sides).
+  const c = pair.random(rows, cols);
+  const f32 = ggmlTypeInfo(GgmlType.F32)!;
+  const biasValues = new Uint8Array(randomF32(pair.rng, cols).buffer);
+  const bias = pair.weight(source("bias", f32, 1, cols, biasValues));
+  pair.dev.addBias(out.dev, c.dev, bias.dev);
+  pair.ref.addBias(out.ref, c.ref, bias.ref);
+  pair.check("addBias", out, 0);
+  pair.dev.addBias(c.dev, c.dev, bias.dev);
+  pair.ref.addBias(c.ref, c.ref, bias.ref);
+  pair.check("addBias in place", c, 0);
+  pair.dev.scale(out.dev, c.dev, Math.sqrt(cols));
+  pair.ref.scale(out.ref, c.ref, Math.sqrt(cols));
+  pair.check("scale", out, EXACT);
+  pair.dev.scale(c.dev, c.dev, -0.125);
+  pair.ref.scale(c.ref, c.ref, -0.125);
+  pair.check("scale in place", c, 0);
 }
 
 export function checkGatherAndEmbed(pair: Pair): void {

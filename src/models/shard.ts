@@ -1,5 +1,5 @@
 /**
- * Tensor-parallel slices of Qwen3. Rank r of N holds attention heads [r·H/N, (r+1)·H/N)
+ * Tensor-parallel slices of a decoder (every family splits alike). Rank r of N holds attention heads [r·H/N, (r+1)·H/N)
  * with their KV heads and FFN columns [r·F/N, (r+1)·F/N):
  *
  * - Q, K, V, gate and up are split by output rows: contiguous in the GGUF, so a rank's
@@ -16,7 +16,7 @@
 import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
 import { rowBytes } from "../gguf/types.ts";
 import { ShardError } from "./errors.ts";
-import type { Qwen3Hparams } from "./qwen3_hparams.ts";
+import type { DecoderHparams } from "./hparams.ts";
 
 /** The counts one rank holds. */
 export interface ShardDims {
@@ -33,7 +33,7 @@ export interface TensorSplit {
 }
 
 /** The tensors split by input columns, whose split must keep quantization blocks whole. */
-function columnSplitTensors(hp: Qwen3Hparams): Array<{ name: string; cols: number }> {
+function columnSplitTensors(hp: DecoderHparams): Array<{ name: string; cols: number }> {
   return Array.from({ length: hp.nLayers }, (_, i) => [
     { name: `blk.${i}.attn_output.weight`, cols: hp.nHeads * hp.headDim },
     { name: `blk.${i}.ffn_down.weight`, cols: hp.nFf },
@@ -44,7 +44,7 @@ function columnSplitTensors(hp: Qwen3Hparams): Array<{ name: string; cols: numbe
  * The per-rank counts of splitting `hp` over `size` ranks, after checking that heads, KV
  * heads and FFN columns divide evenly and that every column split keeps whole blocks.
  */
-export function shardDims(file: GgufFile, hp: Qwen3Hparams, size: number): ShardDims {
+export function shardDims(file: GgufFile, hp: DecoderHparams, size: number): ShardDims {
   if (!Number.isInteger(size) || size < 1) {
     throw new ShardError(`tensor_parallel must be a positive integer, got ${size}`);
   }
