@@ -1,4 +1,4 @@
-/** Byte-level BPE tokenizer from GGUF metadata, exact against llama.cpp. */
+/** The tokenizer of a GGUF file (byte-level BPE or SentencePiece-style), exact against llama.cpp. */
 export { TokenizerError, type TokenizerErrorCode } from "./errors.ts";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./detokenizer.ts";
 export { type DecodeOptions, type EncodeOptions, loadTokenizer, Tokenizer } from "./tokenizer.ts";

@@ -176,7 +176,7 @@ Deno.test("a token id outside the vocabulary is a TokenizerError", () => {
 Deno.test("vocabularies neuron cannot tokenize exactly are refused with a reason", () => {
   const unsupported = (spec: VocabSpec): string =>
     assertThrows(() => loadTokenizer(vocabFile(spec)), TokenizerError).code;
-  assertEquals(unsupported({ model: "llama" }), "tokenizer_unsupported");
+  assertEquals(unsupported({ model: "t5" }), "tokenizer_unsupported");
   assertEquals(unsupported({ pre: "gpt-4o" }), "tokenizer_unsupported");
   assertEquals(unsupported({ extra: [["a", NORMAL]] }), "tokenizer_bad_vocab");
   const short = vocabFile({

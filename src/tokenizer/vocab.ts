@@ -1,12 +1,13 @@
 /**
- * The vocabulary as llama.cpp loads it (llama-vocab.cpp, llama_vocab::impl::load): token
- * texts and attributes from `tokenizer.ggml.*`, the special-token ids, the text-based fixes
- * llama.cpp applies on top of the file (tokens that look like end-of-turn or FIM markers
- * become CONTROL, `</s>` included), and the end-of-generation set derived the same way.
+ * The vocabulary as llama.cpp loads it (llama-vocab.cpp, llama_vocab::impl::load): the
+ * tokenizer model (`gpt2`: byte-level BPE with a pre-tokenizer; `llama`: SentencePiece-style,
+ * merged by score), token texts, scores and attributes from `tokenizer.ggml.*`, the
+ * special-token ids with llama.cpp's defaults per model, and the fixes of markers.ts.
  */
 
 import type { GgufFile } from "../gguf/mod.ts";
 import {
+  optionalArray,
   optionalBool,
   optionalIntArray,
   optionalNumber,
@@ -14,28 +15,27 @@ import {
   requireString,
   requireStringArray,
 } from "../gguf/mod.ts";
+import {
+  ATTR_CONTROL,
+  ATTR_NORMAL,
+  ATTR_UNKNOWN,
+  ATTR_USER_DEFINED,
+  TYPE_TO_ATTR,
+} from "./attrs.ts";
 import { TokenizerError } from "./errors.ts";
+import { markSpecialTokens } from "./markers.ts";
 import type { PreTokenizerKind } from "./pretokenize.ts";
 
-// llama_token_attr bits.
-export const ATTR_UNKNOWN = 1 << 0;
-const ATTR_UNUSED = 1 << 1;
-export const ATTR_NORMAL = 1 << 2;
-export const ATTR_CONTROL = 1 << 3;
-export const ATTR_USER_DEFINED = 1 << 4;
-export const ATTR_BYTE = 1 << 5;
+export {
+  ATTR_BYTE,
+  ATTR_CONTROL,
+  ATTR_NORMAL,
+  ATTR_UNKNOWN,
+  ATTR_UNUSED,
+  ATTR_USER_DEFINED,
+} from "./attrs.ts";
 
-// tokenizer.ggml.token_type values -> attributes.
-const TYPE_TO_ATTR: Record<number, number> = {
-  1: ATTR_NORMAL,
-  2: ATTR_UNKNOWN,
-  3: ATTR_CONTROL,
-  4: ATTR_USER_DEFINED,
-  5: ATTR_UNUSED,
-  6: ATTR_BYTE,
-};
-
-interface PreTokenizerConfig {
+export interface PreTokenizerConfig {
   kind: PreTokenizerKind;
   /** Emit a word that is itself a token without running merges (llama3). */
   ignoreMerges: boolean;
@@ -54,121 +54,68 @@ const PRE_TOKENIZERS: Record<string, PreTokenizerConfig> = {
   "llama-bpe": { kind: "llama3", ignoreMerges: true, cleanSpaces: true, addBos: true },
 };
 
-// Texts llama.cpp recognises as end-of-turn, FIM and end-of-generation markers.
-const EOT_TEXTS = [
-  "<|eot_id|>",
-  "<|im_end|>",
-  "<|end|>",
-  "<end_of_turn>",
-  "<|endoftext|>",
-  "<|end_of_text|>",
-  "<EOT>",
-  "_<EOT>",
-  "[EOT]",
-  "<｜end▁of▁sentence｜>",
-  "<end_of_utterance>",
-];
-const EOM_TEXTS = ["<|eom_id|>"];
-const FIM_PRE_TEXTS = [
-  "<|fim_prefix|>",
-  "<fim-prefix>",
-  "<fim_prefix>",
-  "<｜fim▁begin｜>",
-  "<PRE>",
-  "▁<PRE>",
-  "<|code_prefix|>",
-  "<|prefix|>",
-];
-const FIM_SUF_TEXTS = [
-  "<|fim_suffix|>",
-  "<fim-suffix>",
-  "<fim_suffix>",
-  "<｜fim▁hole｜>",
-  "<SUF>",
-  "▁<SUF>",
-  "<|code_suffix|>",
-  "<|suffix|>",
-];
-const FIM_MID_TEXTS = [
-  "<|fim_middle|>",
-  "<fim-middle>",
-  "<fim_middle>",
-  "<｜fim▁end｜>",
-  "<MID>",
-  "▁<MID>",
-  "<|code_middle|>",
-  "<|middle|>",
-];
-const FIM_PAD_TEXTS = ["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"];
-const FIM_REP_TEXTS = ["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"];
-const FIM_SEP_TEXTS = ["<|file_sep|>"];
-const EOG_TEXTS = [
-  "<|eot_id|>",
-  "<|im_end|>",
-  "<|end|>",
-  "<|return|>",
-  "<|call|>",
-  "<|flush|>",
-  "<|calls|>",
-  "<end_of_turn>",
-  "<|endoftext|>",
-  "</s>",
-  "<|eom_id|>",
-  "<EOT>",
-  "_<EOT>",
-  "[EOT]",
-  "[EOS]",
-  "<|end_of_text|>",
-  "<end_of_utterance>",
-  "<eos>",
-  "<turn|>",
-  "<|tool_response>",
-  "<｜end▁of▁sentence｜>",
-  "[e~[",
-];
-// gpt-oss markers llama.cpp always renders as text.
-const ALWAYS_RENDERED = ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"];
+/** How raw text becomes tokens: byte-level BPE after a pre-tokenizer, or SentencePiece. */
+export type VocabModel =
+  | { readonly kind: "bpe"; readonly pre: PreTokenizerConfig; readonly merges: readonly string[] }
+  | {
+    readonly kind: "spm";
+    /** Merge priority of each token (higher first); 0 where the file has none. */
+    readonly scores: Float32Array;
+    /** The token each byte falls back to (`<0xXX>`, or the byte's own character). */
+    readonly byteIds: Int32Array;
+  };
 
 /** A loaded vocabulary. Ids are indexes into `texts` and `attrs`. */
 export interface Vocab {
+  readonly model: VocabModel;
   readonly texts: readonly string[];
   readonly attrs: Uint8Array;
   readonly idOf: ReadonlyMap<string, number>;
-  readonly pre: PreTokenizerConfig;
   readonly bosId: number | null;
   readonly eosId: number | null;
   readonly addBos: boolean;
   readonly addEos: boolean;
+  /** SPM: a space starts the text and every piece after a special token; decoding drops it. */
+  readonly addSpacePrefix: boolean;
+  /** Decoding removes spaces before punctuation and contractions. */
+  readonly cleanSpaces: boolean;
   readonly eogIds: ReadonlySet<number>;
   /** CONTROL, USER_DEFINED and UNKNOWN tokens, longest text (in bytes) first. */
   readonly specialIds: readonly number[];
-  readonly merges: readonly string[];
 }
 
 function bad(message: string): TokenizerError {
   return new TokenizerError("tokenizer_bad_vocab", message);
 }
 
+function unsupported(message: string): TokenizerError {
+  return new TokenizerError("tokenizer_unsupported", message);
+}
+
 const utf8 = new TextEncoder();
+const MODELS = ["gpt2", "llama"];
 
 /** Reads and checks the vocabulary of a GGUF file (metadata only). */
 export function readVocab(file: GgufFile): Vocab {
-  const model = requireString(file, "tokenizer.ggml.model");
-  if (model !== "gpt2") {
-    throw new TokenizerError(
-      "tokenizer_unsupported",
-      `tokenizer model '${model}' is not supported (only byte-level BPE, 'gpt2')`,
+  const modelName = requireString(file, "tokenizer.ggml.model");
+  if (!MODELS.includes(modelName)) {
+    throw unsupported(
+      `tokenizer model '${modelName}' is not supported (supported: ${MODELS.join(", ")})`,
     );
   }
-  const preName = optionalString(file, "tokenizer.ggml.pre") ?? "default";
-  const pre = PRE_TOKENIZERS[preName];
-  if (pre === undefined) {
-    throw new TokenizerError(
-      "tokenizer_unsupported",
-      `pre-tokenizer '${preName}' is not supported (supported: ${
-        Object.keys(PRE_TOKENIZERS).join(", ")
-      })`,
-    );
+  const spm = modelName === "llama";
+  // llama.cpp reads the pre-tokenizer of BPE vocabularies only.
+  let pre: PreTokenizerConfig | undefined;
+  if (!spm) {
+    const preName = optionalString(file, "tokenizer.ggml.pre") ?? "default";
+    pre = PRE_TOKENIZERS[preName];
+    if (pre === undefined) {
+      throw unsupported(
+        `pre-tokenizer '${preName}' is not supported (supported: ${
+          Object.keys(PRE_TOKENIZERS).join(", ")
+        })`,
+      );
+    }
   }
 
   const texts = requireStringArray(file, "tokenizer.ggml.tokens").slice();
@@ -178,7 +125,6 @@ export function readVocab(file: GgufFile): Vocab {
   if (types !== undefined && types.length < n) {
     throw bad(`tokenizer.ggml.token_type has ${types.length} entries for ${n} tokens`);
   }
-  const merges = requireStringArray(file, "tokenizer.ggml.merges");
 
   const idOf = new Map<string, number>();
   const attrs = new Uint8Array(n);
@@ -200,44 +146,10 @@ export function readVocab(file: GgufFile): Vocab {
     if (inRange(id)) return id;
     return inRange(fallback) ? fallback : null;
   };
-  // llama.cpp's defaults for the gpt2 model when the file names no bos/eos.
-  const bosId = specialId("bos_token_id", 11);
-  const eosId = specialId("eos_token_id", 11);
-  // Markers the file does not name are recognised by their text and made CONTROL.
-  const detect = (key: string, candidates: readonly string[]): number | null => {
-    const given = specialId(key, null);
-    if (given !== null) return given;
-    for (const t of candidates) {
-      const id = idOf.get(t);
-      if (id === undefined) continue;
-      attrs[id] |= ATTR_CONTROL;
-      return id;
-    }
-    return null;
-  };
-  const eotId = detect("eot_token_id", EOT_TEXTS);
-  const eomId = detect("eom_token_id", EOM_TEXTS);
-  detect("fim_pre_token_id", FIM_PRE_TEXTS);
-  detect("fim_suf_token_id", FIM_SUF_TEXTS);
-  detect("fim_mid_token_id", FIM_MID_TEXTS);
-  const fimPad = detect("fim_pad_token_id", FIM_PAD_TEXTS);
-  const fimRep = detect("fim_rep_token_id", FIM_REP_TEXTS);
-  const fimSep = detect("fim_sep_token_id", FIM_SEP_TEXTS);
-
-  const eog = new Set<number>();
-  for (const id of [fimPad, fimRep, fimSep]) if (id !== null) eog.add(id);
-  for (const t of EOG_TEXTS) {
-    const id = idOf.get(t);
-    if (id === undefined) continue;
-    eog.add(id);
-    attrs[id] |= ATTR_CONTROL;
-  }
-  for (const t of ALWAYS_RENDERED) {
-    const id = idOf.get(t);
-    if (id !== undefined) attrs[id] = ATTR_USER_DEFINED;
-  }
-  for (const id of [eosId, eotId, eomId]) if (id !== null) eog.add(id);
-  applyEogWorkarounds(texts, attrs, eog);
+  // llama.cpp's defaults when the file names no bos/eos: 1 and 2 for SPM, 11 for gpt2.
+  const bosId = specialId("bos_token_id", spm ? 1 : 11);
+  const eosId = specialId("eos_token_id", spm ? 2 : 11);
+  const eogIds = markSpecialTokens(texts, attrs, idOf, (key) => specialId(key, null), eosId);
 
   const specialIds: number[] = [];
   const byteLength: number[] = [];
@@ -249,40 +161,52 @@ export function readVocab(file: GgufFile): Vocab {
   }
   specialIds.sort((a, b) => byteLength[b] - byteLength[a] || a - b);
 
+  const model: VocabModel = pre === undefined
+    ? { kind: "spm", scores: readScores(file, n), byteIds: byteFallback(idOf) }
+    : { kind: "bpe", pre, merges: requireStringArray(file, "tokenizer.ggml.merges") };
   return {
+    model,
     texts,
     attrs,
     idOf,
-    pre,
     bosId,
     eosId,
-    addBos: optionalBool(file, "tokenizer.ggml.add_bos_token") ?? pre.addBos,
+    addBos: optionalBool(file, "tokenizer.ggml.add_bos_token") ?? (pre?.addBos ?? true),
     addEos: optionalBool(file, "tokenizer.ggml.add_eos_token") ?? false,
-    eogIds: eog,
+    addSpacePrefix: optionalBool(file, "tokenizer.ggml.add_space_prefix") ?? spm,
+    cleanSpaces: pre?.cleanSpaces ?? false,
+    eogIds,
     specialIds,
-    merges,
   };
 }
 
+function readScores(file: GgufFile, n: number): Float32Array {
+  const scores = optionalArray(file, "tokenizer.ggml.scores");
+  if (scores === undefined) return new Float32Array(n);
+  if (!(scores instanceof Float32Array)) {
+    throw bad("tokenizer.ggml.scores should be an array of float32");
+  }
+  if (scores.length < n) {
+    throw bad(`tokenizer.ggml.scores has ${scores.length} entries for ${n} tokens`);
+  }
+  return scores;
+}
+
 /**
- * llama.cpp's two vocabulary-specific exceptions: harmony-style vocabularies (with
- * `<|return|>`+`<|call|>` or `<|calls|>`+`<|flush|>`) do not end on `<|end|>`, and
- * vocabularies with `<|tool_response>` do not end on `</s>`.
+ * The token each byte falls back to in an SPM vocabulary: `<0xXX>`, else (ASCII) the byte's
+ * own character, as llama.cpp's byte_to_token looks them up. llama.cpp aborts on a byte that
+ * has neither, so such a vocabulary is refused here instead.
  */
-function applyEogWorkarounds(texts: readonly string[], attrs: Uint8Array, eog: Set<number>): void {
-  const find = (t: string): number | undefined => [...eog].find((id) => texts[id] === t);
-  const end = find("<|end|>");
-  const call = find("<|call|>") ?? find("<|calls|>");
-  if (
-    end !== undefined && call !== undefined &&
-    (find("<|return|>") !== undefined || find("<|flush|>") !== undefined)
-  ) {
-    eog.delete(end);
-    attrs[end] = ATTR_USER_DEFINED;
+function byteFallback(idOf: ReadonlyMap<string, number>): Int32Array {
+  const ids = new Int32Array(256);
+  for (let byte = 0; byte < 256; byte++) {
+    const hex = byte.toString(16).toUpperCase().padStart(2, "0");
+    const id = idOf.get(`<0x${hex}>`) ??
+      (byte < 0x80 ? idOf.get(String.fromCharCode(byte)) : undefined);
+    if (id === undefined) {
+      throw bad(`SentencePiece vocabulary has no token for byte 0x${hex} (<0x${hex}>)`);
+    }
+    ids[byte] = id;
   }
-  const s = find("</s>");
-  if (s !== undefined && find("<|tool_response>") !== undefined) {
-    eog.delete(s);
-    attrs[s] = ATTR_NORMAL;
-  }
+  return ids;
 }

@@ -121,8 +121,15 @@ export class LlamaModel {
     }
   }
 
-  /** Ids to text as llama_detokenize does it (special tokens rendered unless told). */
-  detokenize(ids: readonly number[], opts: { special?: boolean } = {}): string {
+  /**
+   * Ids to text as llama_detokenize does it: special tokens rendered unless told
+   * (unparse_special), a leading BOS / trailing EOS kept unless told (remove_special). A
+   * leading U+FEFF in the text is kept: it is text, not a byte-order mark.
+   */
+  detokenize(
+    ids: readonly number[],
+    opts: { special?: boolean; removeSpecial?: boolean } = {},
+  ): string {
     this.#live();
     this.#checkIds(ids, 0);
     const tokens = Int32Array.from(ids);
@@ -135,10 +142,12 @@ export class LlamaModel {
         tokens.length,
         out,
         capacity,
-        false,
+        opts.removeSpecial ?? false,
         opts.special ?? true,
       );
-      if (n >= 0) return new TextDecoder().decode(out.subarray(0, n));
+      if (n >= 0) {
+        return new TextDecoder("utf-8", { ignoreBOM: true }).decode(out.subarray(0, n));
+      }
       capacity = -n;
     }
   }
