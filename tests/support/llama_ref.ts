@@ -44,6 +44,12 @@ export interface LlamaOpenOptions {
   contextLength?: number;
   /** Only the vocabulary and metadata (tokenize, detokenize, chatTemplate, meta). */
   vocabOnly?: boolean;
+  /**
+   * Keep llama.cpp's own threadpool, whose threads spin between calls (benchmarks, where
+   * that is its speed). Default: threads that sleep, so that tests running beside it keep
+   * their cores.
+   */
+  spin?: boolean;
 }
 
 export interface GreedyStep {
@@ -74,6 +80,7 @@ export class LlamaModel {
   #vocab: Ptr;
   #options: LlamaOpenOptions;
   #contexts = new Map<ContextKind, Ptr>();
+  #threadpools: Ptr[] = [];
 
   constructor(lib: LlamaLibrary, model: Ptr, readonly path: string, options: LlamaOpenOptions) {
     this.#lib = lib;
@@ -279,6 +286,8 @@ export class LlamaModel {
     if (this.#model === null) return;
     for (const ctx of this.#contexts.values()) this.#sym.llama_free(ctx);
     this.#contexts.clear();
+    for (const pool of this.#threadpools) this.#lib.freeThreadpool(pool);
+    this.#threadpools = [];
     this.#sym.llama_model_free(this.#model);
     this.#model = null;
   }
@@ -344,6 +353,11 @@ export class LlamaModel {
         "llama_ref_load",
         `llama.cpp made no context for ${this.path}: ${this.#lib.takeLog()}`,
       );
+    }
+    if (!this.#options.spin) {
+      const pool = this.#lib.sleepingThreadpool(THREADS);
+      this.#threadpools.push(pool);
+      this.#sym.llama_attach_threadpool(ctx, pool, pool);
     }
     return ctx;
   }

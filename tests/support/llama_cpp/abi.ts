@@ -125,6 +125,7 @@ export const SYMBOLS = {
     callback: true,
   },
   llama_free: { parameters: ["pointer"], result: "void", callback: true },
+  llama_attach_threadpool: { parameters: ["pointer", "pointer", "pointer"], result: "void" },
   llama_model_get_vocab: { parameters: ["pointer"], result: "pointer" },
   llama_model_n_embd: { parameters: ["pointer"], result: "i32" },
   llama_model_meta_val_str: {
@@ -245,3 +246,15 @@ export function checkedContextDefaults(bytes: Uint8Array): DataView {
   checkDefaults("llama_context_params", bytes, CONTEXT_PARAMS_SIZE, CONTEXT_DEFAULTS);
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
+
+/** The CPU backend's threadpool (ggml-cpu.h), from the CPU variant's own library. */
+export const GGML_CPU_SYMBOLS = {
+  ggml_threadpool_new: { parameters: ["buffer"], result: "pointer" },
+  ggml_threadpool_free: { parameters: ["pointer"], result: "void" },
+} as const;
+
+/**
+ * struct ggml_threadpool_params (ggml.h): bool cpumask[GGML_MAX_N_THREADS = 512], then
+ * int n_threads, enum prio, uint32 poll, bool strict_cpu, bool paused; 528 bytes.
+ */
+export const THREADPOOL_PARAMS = { bytes: 528, n_threads: 512, prio: 516, poll: 520 } as const;

@@ -6,7 +6,13 @@
  */
 
 import { LlamaRefError } from "./errors.ts";
-import { GGML_BASE_SYMBOLS, GGML_SYMBOLS, SYMBOLS } from "./abi.ts";
+import {
+  GGML_BASE_SYMBOLS,
+  GGML_CPU_SYMBOLS,
+  GGML_SYMBOLS,
+  SYMBOLS,
+  THREADPOOL_PARAMS,
+} from "./abi.ts";
 import { cpuVariant, GGML_COMMIT, llamaBinaries } from "./package.ts";
 
 export type LlamaSymbols = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
@@ -17,6 +23,13 @@ export interface LlamaLibrary {
   cpuVariant: string;
   /** llama.cpp's warnings and errors since the last call, then forgotten. */
   takeLog(): string;
+  /**
+   * A CPU threadpool of `threads` whose idle threads sleep instead of spinning (poll 0):
+   * llama.cpp's default spins between graphs, which on a small machine running tests in
+   * parallel takes the cores the other tests need. Free it with `freeThreadpool`.
+   */
+  sleepingThreadpool(threads: number): Deno.PointerObject;
+  freeThreadpool(pool: Deno.PointerObject): void;
 }
 
 const GGML_LOG_LEVEL_WARN = 3;
@@ -89,7 +102,25 @@ async function load(): Promise<LlamaLibrary> {
       `llama.cpp's ${variant.name} CPU backend did not load: ${log.take()}`,
     );
   }
-  return { symbols: llama.symbols, cpuVariant: variant.name, takeLog: log.take };
+  const cpu = Deno.dlopen(variant.path, GGML_CPU_SYMBOLS);
+  const sleepingThreadpool = (threads: number): Deno.PointerObject => {
+    const params = new Uint8Array(THREADPOOL_PARAMS.bytes);
+    const view = new DataView(params.buffer);
+    view.setInt32(THREADPOOL_PARAMS.n_threads, threads, true);
+    view.setUint32(THREADPOOL_PARAMS.poll, 0, true);
+    const pool = cpu.symbols.ggml_threadpool_new(params);
+    if (pool === null) {
+      throw new LlamaRefError("llama_ref_unavailable", `no threadpool: ${log.take()}`);
+    }
+    return pool;
+  };
+  return {
+    symbols: llama.symbols,
+    cpuVariant: variant.name,
+    takeLog: log.take,
+    sleepingThreadpool,
+    freeThreadpool: (pool) => cpu.symbols.ggml_threadpool_free(pool),
+  };
 }
 
 let loading: Promise<LlamaLibrary> | undefined;
