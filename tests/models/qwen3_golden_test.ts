@@ -14,39 +14,17 @@ import {
   type ModelFixture,
   modelGolden,
 } from "../fixtures.ts";
-import { openGguf } from "../../src/gguf/mod.ts";
-import { readModel } from "../../src/models/registry.ts";
-import { ModelInstance } from "../../src/models/instance.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
 import { argmax } from "../../src/common/argmax.ts";
+import { type StepSession, withSession } from "./session.ts";
 
-const BLOCK = 16;
-const MAX_TOKENS = 1024;
 const CHUNK = 128;
-
-class Session {
-  readonly table = Int32Array.from({ length: MAX_TOKENS / BLOCK }, (_, i) => i);
-
-  constructor(readonly instance: ModelInstance) {}
-
-  /** Runs `ids` at positions start.. and returns the logits of the rows in `logitRows`. */
-  run(ids: ArrayLike<number>, start: number, logitRows: number[]): Float32Array {
-    return this.instance.forward({
-      ids: Int32Array.from(ids),
-      layout: {
-        positions: Int32Array.from({ length: ids.length }, (_, i) => start + i),
-        sequences: [{ rowStart: 0, rowCount: ids.length, blockTable: this.table }],
-      },
-      logitRows: Int32Array.from(logitRows),
-    })!;
-  }
-}
 
 function topDiff(logits: Float32Array, expected: Array<[number, number]>): number {
   return Math.max(...expected.map(([id, l]) => Math.abs(logits[id] - l)));
 }
 
-function checkPrompt(s: Session, p: GoldenPrompt, tolerance: number, vocab: number): void {
+function checkPrompt(s: StepSession, p: GoldenPrompt, tolerance: number, vocab: number): void {
   // Batched prefill, every position's logits.
   const argmaxes: number[] = [];
   let last: Float32Array = new Float32Array(0);
@@ -74,21 +52,10 @@ function checkPrompt(s: Session, p: GoldenPrompt, tolerance: number, vocab: numb
 
 function withModel(
   name: ModelFixture,
-  fn: (s: Session, vocab: number) => void,
+  fn: (s: StepSession, vocab: number) => void,
   mmap = true,
 ): void {
-  const file = openGguf(fixture(`${name}.gguf`));
-  const backend = new CpuBackend({ threads: 2, mmap });
-  const model = readModel(file);
-  const kv = { blockSize: BLOCK, nBlocks: MAX_TOKENS / BLOCK, dtype: "f16" as const };
-  const instance = ModelInstance.create(model, backend, kv);
-  try {
-    fn(new Session(instance), model.shape.vocabSize);
-  } finally {
-    instance.close();
-    backend.close();
-    file.close();
-  }
+  withSession(fixture(`${name}.gguf`), new CpuBackend({ threads: 2, mmap }), (s) => fn(s, s.vocab));
 }
 
 for (const name of MODEL_FIXTURES) {

@@ -71,6 +71,12 @@ function logSink(): { callback: Deno.UnsafeCallback<typeof LOG_CALLBACK>; take()
 }
 
 async function load(): Promise<LlamaLibrary> {
+  // ggml's load-time hook (run by the first library that pulls in libggml-base, the CPU
+  // variants scored below included) chains std::terminate and asserts it was not chained
+  // already; in a process that loaded another C++ library first (the CUDA emulator, in a
+  // parallel test run) that assertion aborts the process. Its crash backtrace (through
+  // gdb) is noise in tests anyway.
+  Deno.env.set("GGML_NO_BACKTRACE", "1");
   const bins = await llamaBinaries();
   const variant = cpuVariant(bins);
   let base, ggml, llama;
