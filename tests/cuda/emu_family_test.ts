@@ -11,10 +11,10 @@ import { emulator, resetEmulator } from "./support.ts";
 import { openLlamaModel } from "../support/llama_ref.ts";
 import { FAMILIES, familyFixture, FIXTURE_QUANTS } from "../fixtures.ts";
 import { withSession } from "../models/session.ts";
+import { FAMILY_TOLERANCE } from "../models/family_prompts.ts";
 
 const emu = await emulator();
 const STEPS = 4;
-const TOLERANCE = { f16: 0.05, q8_0: 0.75, q4_k_m: 0.40 };
 const PROMPT = "The quick brown fox jumps over the lazy dog.";
 
 for (const family of FAMILIES) {
@@ -32,7 +32,7 @@ for (const family of FAMILIES) {
         assertEquals(got.ids, want.map((w) => w.id), "greedy tokens");
         want.forEach((step, k) => {
           const d = Math.max(...step.top5.map(([id, l]) => Math.abs(got.logits[k][id] - l)));
-          assert(d <= TOLERANCE[quant], `step ${k}: top-5 logits differ by ${d}`);
+          assert(d <= FAMILY_TOLERANCE[quant], `step ${k}: top-5 logits differ by ${d}`);
         });
       },
     });

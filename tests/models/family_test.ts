@@ -10,12 +10,10 @@ import { openLlamaModel, topLogits } from "../support/llama_ref.ts";
 import { FAMILIES, type Family, familyFixture, FIXTURE_QUANTS } from "../fixtures.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
-import { familyPrompts, promptText } from "./family_prompts.ts";
+import { FAMILY_TOLERANCE, familyPrompts, promptText } from "./family_prompts.ts";
 import { withSession } from "./session.ts";
 
 const STEPS = 32;
-/** The fixtures README's tolerances on the top-20 logits. */
-const TOLERANCE = { f16: 0.05, q8_0: 0.75, q4_k_m: 0.40 };
 
 /** Each prompt as llama.cpp tokenizes it (special tokens parsed). */
 function promptIds(family: Family, path: string, tokenize: (t: string, add: boolean) => number[]) {
@@ -49,10 +47,13 @@ for (const family of FAMILIES) {
           const diff = Math.max(
             ...topLogits(refLogits, 20).map(([id, l]) => Math.abs(got.logits[0][id] - l)),
           );
-          assert(diff <= TOLERANCE[quant], `${p.name}: top-20 logits differ by ${diff}`);
+          assert(diff <= FAMILY_TOLERANCE[quant], `${p.name}: top-20 logits differ by ${diff}`);
           want.forEach((step, k) => {
             const d = Math.max(...step.top5.map(([id, l]) => Math.abs(got.logits[k][id] - l)));
-            assert(d <= TOLERANCE[quant], `${p.name}: step ${k} top-5 logits differ by ${d}`);
+            assert(
+              d <= FAMILY_TOLERANCE[quant],
+              `${p.name}: step ${k} top-5 logits differ by ${d}`,
+            );
           });
         }
       });
