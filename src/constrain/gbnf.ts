@@ -18,35 +18,63 @@ const MAX_REPETITION = 2000;
 export const MAX_GRAMMAR_CHARS = 1 << 20;
 
 export function parseGbnf(text: string, rootName = "root"): Grammar {
+  const builder = new GrammarBuilder();
+  addGbnf(builder, text, "", rootName);
+  return builder.build(rootName);
+}
+
+/**
+ * Reads GBNF rules into `builder`, every rule name prefixed (so that grammars of several
+ * sources can be joined); the text must define `rootName`. With `shared`, it may use rules
+ * other texts define in the same builder (which checks them when it builds).
+ */
+export function addGbnf(
+  builder: GrammarBuilder,
+  text: string,
+  prefix = "",
+  rootName = "root",
+  shared = false,
+): void {
   if (text.length > MAX_GRAMMAR_CHARS) {
     throw new ConstraintError(
       "grammar_too_complex",
       `the grammar has ${text.length} characters; at most ${MAX_GRAMMAR_CHARS} are read`,
     );
   }
-  const parser = new GbnfParser(text);
-  parser.parse();
-  if (!parser.builder.isDefined(parser.builder.ruleId(rootName))) {
+  const parser = new GbnfParser(text, builder, prefix);
+  parser.parse(shared);
+  if (!parser.defined.has(rootName)) {
     throw new ConstraintError("invalid_grammar", `the grammar has no '${rootName}' rule`);
   }
-  return parser.builder.build(rootName);
 }
 
 const isWordChar = (c: string): boolean => /^[a-zA-Z0-9-]$/.test(c);
 const isDigit = (c: string): boolean => c >= "0" && c <= "9";
 
 class GbnfParser {
-  readonly builder = new GrammarBuilder();
+  readonly builder: GrammarBuilder;
+  /** The rule names this text defines (unprefixed). */
+  readonly defined = new Set<string>();
   readonly #text: string;
+  readonly #prefix: string;
+  /** Rules referenced, with where each was first. */
+  readonly #used = new Map<string, string>();
   #pos = 0;
 
-  constructor(text: string) {
+  constructor(text: string, builder: GrammarBuilder, prefix: string) {
     this.#text = text;
+    this.builder = builder;
+    this.#prefix = prefix;
   }
 
-  parse(): void {
+  parse(shared: boolean): void {
     this.#space(true);
     while (this.#pos < this.#text.length) this.#rule();
+    for (const [name, at] of this.#used) {
+      if (!shared && !this.defined.has(name)) {
+        throw new ConstraintError("invalid_grammar", `undefined rule '${name}' (used at ${at})`);
+      }
+    }
   }
 
   #peek(offset = 0): string {
@@ -96,7 +124,8 @@ class GbnfParser {
   #rule(): void {
     const name = this.#name();
     this.#space(false);
-    const rule = this.builder.ruleId(name);
+    this.defined.add(name);
+    const rule = this.builder.ruleId(this.#prefix + name);
     if (this.#text.slice(this.#pos, this.#pos + 3) !== "::=") this.#fail("expecting '::='");
     this.#pos += 3;
     this.#space(true);
@@ -158,13 +187,14 @@ class GbnfParser {
       } else if (isWordChar(c)) {
         const at = this.#where();
         const ref = this.#name();
+        if (!this.#used.has(ref)) this.#used.set(ref, at);
         lastStart = seq.length;
-        seq.push({ rule: this.builder.ruleId(ref, at) });
+        seq.push({ rule: this.builder.ruleId(this.#prefix + ref, at) });
         this.#space(nested);
       } else if (c === "(") {
         this.#pos++;
         this.#space(true);
-        const sub = this.builder.fresh(name);
+        const sub = this.builder.fresh(this.#prefix + name);
         this.builder.define(sub, this.#alternatives(name, true));
         if (this.#peek() !== ")") this.#fail("expecting ')'");
         this.#pos++;
@@ -290,14 +320,14 @@ class GbnfParser {
     seq.length = lastStart;
     for (let i = 0; i < min; i++) seq.push(...item);
     if (max === Infinity) {
-      const rec = this.builder.fresh(name);
+      const rec = this.builder.fresh(this.#prefix + name);
       this.builder.define(rec, [[...item, { rule: rec }], []]);
       seq.push({ rule: rec });
       return;
     }
     let last = -1;
     for (let i = 0; i < max - min; i++) {
-      const rec = this.builder.fresh(name);
+      const rec = this.builder.fresh(this.#prefix + name);
       this.builder.define(rec, [[...item, ...(last >= 0 ? [{ rule: last }] : [])], []]);
       last = rec;
     }

@@ -79,23 +79,18 @@ const isObject = (v: unknown): v is Schema =>
 /** A JSON pointer's segment. */
 const segment = (s: string | number): string => String(s).replace(/~/g, "~0").replace(/\//g, "~1");
 
-export interface SchemaGrammarOptions {
-  /** Put before every rule name, so that several grammars can share one text. */
-  prefix?: string;
-}
-
-/** GBNF for any JSON object (JSON mode), with its root rule `<prefix>root`. */
-export function jsonObjectGrammar(options: SchemaGrammarOptions = {}): string {
-  const c = new SchemaConverter({}, options.prefix ?? "");
+/** GBNF for any JSON object (JSON mode), with its root rule `root`. */
+export function jsonObjectGrammar(): string {
+  const c = new SchemaConverter({});
   return c.finish(c.primitive("object"));
 }
 
-/** GBNF for the JSON texts valid under `schema`, its root rule `<prefix>root`. */
-export function jsonSchemaGrammar(schema: unknown, options: SchemaGrammarOptions = {}): string {
+/** GBNF for the JSON texts valid under `schema`, with its root rule `root`. */
+export function jsonSchemaGrammar(schema: unknown): string {
   if (schema !== true && !isObject(schema)) {
     throw new ConstraintError("invalid_schema", "#: a schema must be an object or true");
   }
-  const c = new SchemaConverter(isObject(schema) ? schema : {}, options.prefix ?? "");
+  const c = new SchemaConverter(isObject(schema) ? schema : {});
   return c.finish(c.visit(schema, "#", "root-value"));
 }
 
@@ -104,15 +99,13 @@ export class SchemaConverter {
   readonly #byBody = new Map<string, string>();
   readonly #refs = new Map<string, string>();
   readonly #root: Schema;
-  readonly prefix: string;
 
-  constructor(root: Schema, prefix: string) {
+  constructor(root: Schema) {
     this.#root = root;
-    this.prefix = prefix;
   }
 
   finish(expr: string): string {
-    this.#rules.set(`${this.prefix}root`, expr);
+    this.#rules.set("root", expr);
     return [...this.#rules].map(([name, body]) => `${name} ::= ${body}`).join("\n") + "\n";
   }
 
@@ -120,26 +113,25 @@ export class SchemaConverter {
   rule(hint: string, body: string): string {
     const known = this.#byBody.get(body);
     if (known !== undefined) return known;
-    const base = this.prefix + hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") ||
-      `${this.prefix}r`;
+    const base = hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "r";
     let name = base;
-    for (let i = 1; this.#rules.has(name) || name === `${this.prefix}root`; i++) name = `${base}-${i}`;
+    for (let i = 1; this.#rules.has(name) || name === "root"; i++) name = `${base}-${i}`;
     this.#rules.set(name, body);
     this.#byBody.set(body, name);
     return name;
   }
 
-  /** A built-in rule (and the ones it uses), by its unprefixed name. */
+  /** A built-in rule (and the ones it uses). */
   primitive(name: string): string {
-    const full = this.prefix + name;
-    if (!this.#rules.has(full)) {
-      this.#rules.set(full, "");
+    if (!this.#rules.has(name)) {
+      // Set first, so that a primitive that uses itself (value, object) stops here.
+      this.#rules.set(name, "");
       this.#rules.set(
-        full,
+        name,
         PRIMITIVES[name].replace(/@([a-z-]+)/g, (_, used: string) => this.primitive(used)),
       );
     }
-    return full;
+    return name;
   }
 
   /** The rule name or expression for values valid under `schema` at `where`. */
