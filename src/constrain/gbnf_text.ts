@@ -21,7 +21,10 @@ export function gbnfLiteral(text: string): string {
 }
 
 /** A GBNF class of the code-point ranges (negated: every character but them). */
-export function gbnfClass(ranges: ReadonlyArray<readonly [number, number]>, negated = false): string {
+export function gbnfClass(
+  ranges: ReadonlyArray<readonly [number, number]>,
+  negated = false,
+): string {
   let out = negated ? "[^" : "[";
   for (const [lo, hi] of ranges) {
     out += escapeChar(lo, true);

@@ -176,10 +176,21 @@ export class GrammarBuilder {
 }
 
 /**
- * A rule that can begin with itself (through rules that may match nothing) would send the
- * matcher's expansion round forever; llama.cpp refuses such grammars, and so do we.
+ * Refuses what llama.cpp's loader refuses as left recursion (a rule reached again through
+ * leftmost references, looking past those with an empty alternative), and what it misses
+ * but could not run either: a rule that begins with itself through rules that may match
+ * nothing, where the stack would grow with every round (a non-tail reference in the
+ * cycle). A cycle of tail references only (`(x?)*`) returns to the same stack and is fine.
  */
 function checkLeftRecursion(defs: Element[][][], names: readonly string[]): void {
+  const refuse = (rule: number, how: string): never => {
+    throw new ConstraintError(
+      "invalid_grammar",
+      `left recursion: rule '${names[rule]}' can begin with itself${how}`,
+    );
+  };
+  llamaLeftRecursion(defs, refuse);
+
   const nullable = new Array<boolean>(defs.length).fill(false);
   for (let changed = true; changed;) {
     changed = false;
@@ -190,34 +201,93 @@ function checkLeftRecursion(defs: Element[][][], names: readonly string[]): void
       }
     });
   }
-  const leftRefs = defs.map((alts) => {
-    const refs = new Set<number>();
+  const edges: Array<Array<{ to: number; tail: boolean }>> = defs.map((alts) => {
+    const out: Array<{ to: number; tail: boolean }> = [];
     for (const alt of alts) {
-      for (const e of alt) {
+      for (let i = 0; i < alt.length; i++) {
+        const e = alt[i];
         if (!("rule" in e)) break;
-        refs.add(e.rule);
+        out.push({ to: e.rule, tail: i === alt.length - 1 });
         if (!nullable[e.rule]) break;
       }
     }
-    return [...refs];
+    return out;
   });
-  const state = new Uint8Array(defs.length);
-  const path: number[] = [];
-  const visit = (r: number): void => {
-    state[r] = 1;
-    path.push(r);
-    for (const s of leftRefs[r]) {
-      if (state[s] === 1) {
-        const cycle = [...path.slice(path.indexOf(s)), s].map((i) => names[i]).join(" -> ");
-        throw new ConstraintError(
-          "invalid_grammar",
-          `left recursion: rule '${names[s]}' can begin with itself (${cycle})`,
-        );
+  const component = components(edges.map((list) => list.map((e) => e.to)));
+  edges.forEach((list, r) => {
+    for (const e of list) {
+      if (!e.tail && component[e.to] === component[r]) {
+        refuse(r, ` through '${names[e.to]}', growing the stack every round`);
       }
-      if (state[s] === 0) visit(s);
     }
-    path.pop();
-    state[r] = 2;
+  });
+}
+
+/** llama.cpp's check (llama_grammar_detect_left_recursion), visited rules remembered. */
+function llamaLeftRecursion(defs: Element[][][], refuse: (rule: number, how: string) => never) {
+  const visited = new Uint8Array(defs.length);
+  const inProgress = new Uint8Array(defs.length);
+  const mayBeEmpty = defs.map((alts) => alts.some((alt) => alt.length === 0));
+  const visit = (r: number): boolean => {
+    if (inProgress[r]) return true;
+    if (visited[r]) return false;
+    inProgress[r] = 1;
+    for (const alt of defs[r]) {
+      for (const e of alt) {
+        if (!("rule" in e)) break;
+        if (visit(e.rule)) return true;
+        if (!mayBeEmpty[e.rule]) break;
+      }
+    }
+    inProgress[r] = 0;
+    visited[r] = 1;
+    return false;
   };
-  for (let r = 0; r < defs.length; r++) if (state[r] === 0) visit(r);
+  for (let r = 0; r < defs.length; r++) if (!visited[r] && visit(r)) refuse(r, "");
+}
+
+/** Strongly connected components (Kosaraju, iterative): a component id per node. */
+function components(next: number[][]): Int32Array {
+  const n = next.length;
+  const order: number[] = [];
+  const seen = new Uint8Array(n);
+  for (let s = 0; s < n; s++) {
+    if (seen[s]) continue;
+    const stack: Array<[number, number]> = [[s, 0]];
+    seen[s] = 1;
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      if (top[1] < next[top[0]].length) {
+        const v = next[top[0]][top[1]++];
+        if (!seen[v]) {
+          seen[v] = 1;
+          stack.push([v, 0]);
+        }
+      } else {
+        order.push(top[0]);
+        stack.pop();
+      }
+    }
+  }
+  const prev: number[][] = next.map(() => []);
+  next.forEach((list, u) => list.forEach((v) => prev[v].push(u)));
+  const comp = new Int32Array(n).fill(-1);
+  let c = 0;
+  for (let i = order.length - 1; i >= 0; i--) {
+    const s = order[i];
+    if (comp[s] >= 0) continue;
+    const stack = [s];
+    comp[s] = c;
+    while (stack.length > 0) {
+      const u = stack.pop()!;
+      for (const v of prev[u]) {
+        if (comp[v] < 0) {
+          comp[v] = c;
+          stack.push(v);
+        }
+      }
+    }
+    c++;
+  }
+  return comp;
 }

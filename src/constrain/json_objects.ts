@@ -34,8 +34,10 @@ export function objectRule(
     throw new ConstraintError("invalid_schema", `${where}/required: must be a list of names`);
   }
   const extra = schema.additionalProperties;
-  if (extra !== undefined && typeof extra !== "boolean" &&
-    (extra === null || typeof extra !== "object" || Array.isArray(extra))) {
+  if (
+    extra !== undefined && typeof extra !== "boolean" &&
+    (extra === null || typeof extra !== "object" || Array.isArray(extra))
+  ) {
     throw new ConstraintError(
       "invalid_schema",
       `${where}/additionalProperties: must be a boolean or a schema`,
@@ -79,7 +81,11 @@ export function objectRule(
     items.push({ kind: "optional", kv: c.rule(`${hint}-${name}-kv`, kv(name, valueOf(name))) });
   }
   if (extraAllowed) {
-    const value = c.visit(extra === true ? true : extra, `${where}/additionalProperties`, `${hint}-extra`);
+    const value = c.visit(
+      extra === true ? true : extra,
+      `${where}/additionalProperties`,
+      `${hint}-extra`,
+    );
     const key = c.otherKey([...names, ...(required as string[])]);
     items.push({ kind: "extra", kv: c.rule(`${hint}-extra-kv`, `${key} ":" ${sp} ${value}`) });
   }

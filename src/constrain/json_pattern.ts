@@ -79,7 +79,9 @@ class PatternReader {
   #fail(what: string): never {
     throw new ConstraintError(
       "unsupported_schema",
-      `${this.where}: pattern ${JSON.stringify(this.pattern)} uses ${what} at offset ${this.#pos}, ` +
+      `${this.where}: pattern ${
+        JSON.stringify(this.pattern)
+      } uses ${what} at offset ${this.#pos}, ` +
         "which cannot be enforced",
     );
   }
@@ -127,7 +129,9 @@ class PatternReader {
       return ANY_PLAIN;
     }
     if (c === "^" || c === "$") this.#fail(`an anchor '${c}' inside the pattern`);
-    if (c === "*" || c === "+" || c === "?" || c === "{") this.#fail("a quantifier with nothing before it");
+    if (c === "*" || c === "+" || c === "?" || c === "{") {
+      this.#fail("a quantifier with nothing before it");
+    }
     if (c === "\\") return this.#escape(false) as string;
     const cp = p.codePointAt(this.#pos)!;
     this.#pos += cp > 0xffff ? 2 : 1;
@@ -183,8 +187,10 @@ class PatternReader {
     while (p[this.#pos] !== "]") {
       if (this.#pos >= p.length) this.#fail("an unterminated class");
       const first = single();
-      if (p[this.#pos] === "-" && p[this.#pos + 1] !== "]" && first.length === 1 &&
-        first[0][0] === first[0][1]) {
+      if (
+        p[this.#pos] === "-" && p[this.#pos + 1] !== "]" && first.length === 1 &&
+        first[0][0] === first[0][1]
+      ) {
         this.#pos++;
         const last = single();
         if (last.length !== 1 || last[0][0] !== last[0][1]) this.#fail("a range to a class");

@@ -26,7 +26,8 @@ const PRIMITIVES: Record<string, string> = {
   char: CHAR_RULE,
   string: String.raw`"\"" @char* "\"" @space`,
   value: "@object | @array | @string | @number | @boolean | @null",
-  object: String.raw`"{" @space (@string ":" @space @value ("," @space @string ":" @space @value)*)? "}" @space`,
+  object: String
+    .raw`"{" @space (@string ":" @space @value ("," @space @string ":" @space @value)*)? "}" @space`,
   array: String.raw`"[" @space (@value ("," @space @value)*)? "]" @space`,
 };
 
@@ -138,10 +139,16 @@ export class SchemaConverter {
   visit(schema: unknown, where: string, hint: string): string {
     if (schema === true) return this.primitive("value");
     if (schema === false) {
-      throw new ConstraintError("unsupported_schema", `${where}: the schema 'false' admits nothing`);
+      throw new ConstraintError(
+        "unsupported_schema",
+        `${where}: the schema 'false' admits nothing`,
+      );
     }
     if (!isObject(schema)) {
-      throw new ConstraintError("invalid_schema", `${where}: a schema must be an object or a boolean`);
+      throw new ConstraintError(
+        "invalid_schema",
+        `${where}: a schema must be an object or a boolean`,
+      );
     }
     for (const key of Object.keys(schema)) {
       if (!HANDLED.has(key) && !ANNOTATIONS.has(key)) {
@@ -175,7 +182,11 @@ export class SchemaConverter {
       }
       const { anyOf, ...rest } = schema;
       const alts = anyOf.map((s, i) =>
-        this.visit(this.#merge(rest, s, `${where}/anyOf/${i}`), `${where}/anyOf/${i}`, `${hint}-${i}`)
+        this.visit(
+          this.#merge(rest, s, `${where}/anyOf/${i}`),
+          `${where}/anyOf/${i}`,
+          `${hint}-${i}`,
+        )
       );
       return this.rule(hint, alts.join(" | "));
     }
@@ -293,7 +304,10 @@ export class SchemaConverter {
       const v = schema[k];
       if (v === undefined) return undefined;
       if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
-        throw new ConstraintError("invalid_schema", `${where}/${k}: must be a non-negative integer`);
+        throw new ConstraintError(
+          "invalid_schema",
+          `${where}/${k}: must be a non-negative integer`,
+        );
       }
       if (v > MAX_COUNT) {
         throw new ConstraintError(
@@ -311,7 +325,10 @@ export class SchemaConverter {
     const sp = this.primitive("space");
     const prefix = schema.prefixItems;
     if (prefix !== undefined && (!Array.isArray(prefix) || prefix.length === 0)) {
-      throw new ConstraintError("invalid_schema", `${where}/prefixItems: must be a non-empty array`);
+      throw new ConstraintError(
+        "invalid_schema",
+        `${where}/prefixItems: must be a non-empty array`,
+      );
     }
     const fixed = (prefix as unknown[] | undefined ?? []).map((s, i) =>
       this.visit(s, `${where}/prefixItems/${i}`, `${hint}-${i}`)
@@ -331,7 +348,11 @@ export class SchemaConverter {
       const item = this.visit(items ?? true, `${where}/items`, `${hint}-item`);
       const sep = `"," ${sp} ${item}`;
       const rep = (lo: number, hi: number): string =>
-        hi === Infinity ? `(${sep}){${lo},}` : hi === lo ? `(${sep}){${lo}}` : `(${sep}){${lo},${hi}}`;
+        hi === Infinity
+          ? `(${sep}){${lo},}`
+          : hi === lo
+          ? `(${sep}){${lo}}`
+          : `(${sep}){${lo},${hi}}`;
       if (fixed.length > 0) {
         if (extraMax > 0) parts.push(rep(extraMin, extraMax));
       } else if (extraMin > 0) {

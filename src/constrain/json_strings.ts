@@ -12,10 +12,11 @@ import { patternGrammar } from "./json_pattern.ts";
 /** Repetition counts GBNF can hold exactly (past it a count means "unbounded"). */
 export const MAX_COUNT = 2000;
 
-export const CHAR_RULE =
-  String.raw`[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])`;
+export const CHAR_RULE = String
+  .raw`[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])`;
 
-const DATE = String.raw`[0-9] [0-9] [0-9] [0-9] "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | "1" [0-9] | "2" [0-8])`;
+const DATE = String
+  .raw`[0-9] [0-9] [0-9] [0-9] "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | "1" [0-9] | "2" [0-8])`;
 const TIME = String.raw`([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] "Z"`;
 const OCTET = String.raw`("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9])`;
 const HEX = "[0-9a-f]";
@@ -41,7 +42,10 @@ export interface StringKeywords {
 function count(value: unknown, keyword: string, where: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
-    throw new ConstraintError("invalid_schema", `${where}: ${keyword} must be a non-negative integer`);
+    throw new ConstraintError(
+      "invalid_schema",
+      `${where}: ${keyword} must be a non-negative integer`,
+    );
   }
   if (value > MAX_COUNT) {
     throw new ConstraintError(
@@ -99,7 +103,9 @@ export function stringContent(s: StringKeywords, where: string, char: string): s
     if (grammar === undefined) {
       throw new ConstraintError(
         "unsupported_schema",
-        `${where}: format '${s.format}' cannot be enforced (supported: ${SUPPORTED_FORMATS.join(", ")})`,
+        `${where}: format '${s.format}' cannot be enforced (supported: ${
+          SUPPORTED_FORMATS.join(", ")
+        })`,
       );
     }
     return grammar;

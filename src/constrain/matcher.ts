@@ -104,10 +104,10 @@ export class GrammarMatcher implements TokenFilter {
     const mask = this.#masks.mask(this.#state);
     const eog = this.#eog;
     const saved = this.#saved;
-    if (mask.accepting) for (let i = 0; i < eog.length; i++) saved[i] = logits[eog[i]];
+    if (mask.accepting) { for (let i = 0; i < eog.length; i++) saved[i] = logits[eog[i]]; }
     if (mask.ids !== null) this.#applyIds(logits, mask.ids);
     else applyBits(logits, mask.bits!);
-    if (mask.accepting) for (let i = 0; i < eog.length; i++) logits[eog[i]] = saved[i];
+    if (mask.accepting) { for (let i = 0; i < eog.length; i++) logits[eog[i]] = saved[i]; }
     return mask.count > 0 || (mask.accepting && eog.length > 0);
   }
 

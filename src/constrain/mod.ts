@@ -16,8 +16,8 @@ export {
   type OutputConstraint,
   type TextConstraint,
   textGrammarPart,
-  type ToolConstraint,
   toolArgumentsPart,
+  type ToolConstraint,
   type ToolSpec,
 } from "./spec.ts";
 export { buildTokenTrie, type TokenTrie } from "./vocab_trie.ts";

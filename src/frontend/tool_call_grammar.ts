@@ -11,8 +11,8 @@ import {
   ConstraintError,
   gbnfLiteral,
   type GrammarPart,
-  type ToolConstraint,
   toolArgumentsPart,
+  type ToolConstraint,
 } from "../constrain/mod.ts";
 
 export interface CallGrammar {
