@@ -34,7 +34,9 @@ function allowed(m: GrammarMatcher): number[] | null {
 }
 
 Deno.test("matcher: the mask is what walking each token allows, the end only when complete", () => {
-  const masks = setup(String.raw`root ::= "{" ws ("\"" [a-b]* "\"")? ws "}"` + "\nws ::= [ \\n]{0,2}");
+  const masks = setup(
+    String.raw`root ::= "{" ws ("\"" [a-b]* "\"")? ws "}"` + "\nws ::= [ \\n]{0,2}",
+  );
   const m = new GrammarMatcher(masks, EOG);
   let state = masks.automaton.start;
   for (const id of [0, 7, 5, 4, 6]) {
@@ -53,14 +55,17 @@ Deno.test("matcher: logits of allowed tokens are kept as they were, the rest -In
   const m = new GrammarMatcher(masks, EOG);
   const logits = Float32Array.from(PIECES, (_, i) => i / 10);
   assert(m.restrict(logits));
-  assertEquals([...logits].map((x) => (x === -Infinity ? null : x)), [
-    null,
-    null,
-    null,
-    0.3,
-    0.4,
-    ...Array(9).fill(null),
-  ].map((x) => (x === null ? null : Math.fround(x))));
+  assertEquals(
+    [...logits].map((x) => (x === -Infinity ? null : x)),
+    [
+      null,
+      null,
+      null,
+      0.3,
+      0.4,
+      ...Array(9).fill(null),
+    ].map((x) => (x === null ? null : Math.fround(x))),
+  );
 });
 
 Deno.test("matcher: with no end token, a finished grammar allows nothing", () => {
@@ -99,7 +104,10 @@ Deno.test("matcher: reasoning is free (but for ending) until it closes, then the
 
 Deno.test("matcher: tokens that split a character are followed byte by byte", () => {
   const pieces = [enc.encode("é"), Uint8Array.of(0xc3), Uint8Array.of(0xa9), enc.encode("x")];
-  const masks = new TokenMasks(new ByteAutomaton(parseGbnf(`root ::= [é]+`)), buildTokenTrie(pieces));
+  const masks = new TokenMasks(
+    new ByteAutomaton(parseGbnf(`root ::= [é]+`)),
+    buildTokenTrie(pieces),
+  );
   const tokens = (state: number): number[] => {
     const mask = masks.mask(state);
     if (mask.ids) return [...mask.ids];

@@ -2,9 +2,10 @@
  * Varied JSON schemas for the structured-output tests, drawn from a seeded generator:
  * nested objects (required and optional properties, closed or open to extra keys),
  * arrays with bounds and tuples, enums and consts of strings with escapes and non-ASCII,
- * anyOf, $ref into $defs (recursive too), integers with bounds, numbers, booleans, null,
+ * anyOf, $ref into $defs (references to references), integers with bounds, numbers, booleans, null,
  * bounded strings, formats and patterns. Every string and array is bounded, so an output
- * that follows the schema always comes to an end within a few hundred tokens.
+ * that follows the schema always comes to an end within a few hundred tokens (references
+ * here do not recurse: a recursive schema lets a model nest as deep as it likes).
  */
 
 import { Rng } from "../../src/gguf/mod.ts";
@@ -32,14 +33,24 @@ export class SchemaMaker {
   /** A schema for a whole document: an object at the top, as response formats want. */
   document(): Schema {
     const body = this.#object(0);
-    if (this.#rng.float() < 0.25) {
+    if (this.#rng.float() < 0.15) {
       return {
         $defs: {
+          point: {
+            type: "object",
+            properties: {
+              x: { type: "integer", minimum: -9, maximum: 9 },
+              tag: { $ref: "#/$defs/tag" },
+            },
+            required: ["x", "tag"],
+            additionalProperties: false,
+          },
+          tag: { enum: ["α", "β", "\\"] },
           item: {
             type: "object",
             properties: {
               label: { type: "string", maxLength: 6 },
-              child: { anyOf: [{ $ref: "#/$defs/item" }, { type: "null" }] },
+              child: { anyOf: [{ $ref: "#/$defs/point" }, { type: "null" }] },
             },
             required: ["label", "child"],
             additionalProperties: false,
@@ -54,7 +65,7 @@ export class SchemaMaker {
   }
 
   #object(depth: number): Schema {
-    const n = this.#int(1, 4);
+    const n = this.#int(1, 3);
     const keys = [...new Set(Array.from({ length: n }, () => this.#pick(KEYS)))];
     const properties: Schema = {};
     for (const k of keys) properties[k] = this.#value(depth + 1);
@@ -69,16 +80,29 @@ export class SchemaMaker {
   }
 
   #value(depth: number): Schema {
-    const kinds = depth < 3
-      ? ["object", "array", "enum", "anyOf", "int", "number", "bool", "null", "string", "format",
-        "const", "tuple", "pattern"]
+    const kinds = depth < 2
+      ? [
+        "object",
+        "array",
+        "enum",
+        "anyOf",
+        "int",
+        "number",
+        "bool",
+        "null",
+        "string",
+        "format",
+        "const",
+        "tuple",
+        "pattern",
+      ]
       : ["enum", "int", "number", "bool", "null", "string", "format", "const", "pattern"];
     switch (this.#pick(kinds)) {
       case "object":
         return this.#object(depth);
       case "array": {
         const min = this.#int(0, 2);
-        return { type: "array", items: this.#value(depth + 1), minItems: min, maxItems: min + 2 };
+        return { type: "array", items: this.#value(depth + 1), minItems: min, maxItems: min + 1 };
       }
       case "tuple":
         return {
