@@ -30,8 +30,11 @@ export const DEFAULT_LIMITS: AutomatonLimits = {
 
 export class ByteAutomaton {
   readonly grammar: Grammar;
-  /** `transitions[state][byte]`: the next state, DEAD, or not yet computed (negative). */
-  readonly transitions: Int32Array[] = [];
+  /**
+   * `table[state * 256 + byte]`: the next state, DEAD, or not yet computed (below DEAD).
+   * One flat table, grown by doubling, so a walk reads it with one index.
+   */
+  table = new Int32Array(256 * 64).fill(UNKNOWN);
   readonly #limits: AutomatonLimits;
   readonly #stride: number;
   // Stack node n is (position, rest of the stack); node 0 is the empty stack.
@@ -58,7 +61,7 @@ export class ByteAutomaton {
 
   /** The state after `byte`, or DEAD. */
   next(state: number, byte: number): number {
-    const t = this.transitions[state][byte];
+    const t = this.table[(state << 8) | byte];
     return t === UNKNOWN ? this.compute(state, byte) : t;
   }
 
@@ -80,7 +83,7 @@ export class ByteAutomaton {
     return stacks.length === 1 && stacks[0] === 0;
   }
 
-  /** Fills in `transitions[state][byte]`. */
+  /** Fills in `table[state * 256 + byte]`. */
   compute(state: number, byte: number): number {
     const { arg, byteSets } = this.grammar;
     const out = new Set<number>();
@@ -91,7 +94,7 @@ export class ByteAutomaton {
       if (hasByte(byteSets[arg[pos]], byte)) this.#expand(pos + 1, this.#nodeNext[id], out, seen);
     }
     const next = out.size === 0 ? DEAD : this.#intern(out);
-    this.transitions[state][byte] = next;
+    this.table[(state << 8) | byte] = next;
     return next;
   }
 
@@ -143,7 +146,11 @@ export class ByteAutomaton {
       id = this.#stacks.length;
       if (id >= this.#limits.states) this.#tooComplex("parser states");
       this.#stacks.push(sorted);
-      this.transitions.push(new Int32Array(256).fill(UNKNOWN));
+      if ((id + 1) << 8 > this.table.length) {
+        const grown = new Int32Array(this.table.length * 2).fill(UNKNOWN);
+        grown.set(this.table);
+        this.table = grown;
+      }
       this.#stateIds.set(key, id);
     }
     return id;
