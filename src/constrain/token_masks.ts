@@ -9,7 +9,7 @@
  */
 
 import { type CpuSymbols, openCpuLibrary } from "../backend/cpu/library.ts";
-import { ByteAutomaton, DEAD } from "./automaton.ts";
+import { type ByteAutomaton, DEAD } from "./automaton.ts";
 import type { TokenTrie } from "./vocab_trie.ts";
 
 let library: CpuSymbols | null | undefined;
