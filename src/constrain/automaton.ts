@@ -99,6 +99,37 @@ export class ByteAutomaton {
   }
 
   /**
+   * Fills in every transition of `state` not computed yet, in one pass over its stacks: a
+   * walk that meets a new state mostly needs many of its bytes.
+   */
+  computeRow(state: number): void {
+    const { arg, byteSets } = this.grammar;
+    const row = state << 8;
+    const outs: Array<Set<number> | undefined> = new Array(256);
+    const seens: Array<Set<number> | undefined> = new Array(256);
+    for (const id of this.#stacks[state]) {
+      if (id === 0) continue;
+      const pos = this.#nodePos[id];
+      const set = byteSets[arg[pos]];
+      for (let w = 0; w < 8; w++) {
+        for (let word = set[w]; word !== 0; word &= word - 1) {
+          const b = (w << 5) | (31 - Math.clz32(word & -word));
+          if (this.table[row | b] !== UNKNOWN) continue;
+          const out = outs[b] ??= new Set();
+          this.#expand(pos + 1, this.#nodeNext[id], out, seens[b] ??= new Set());
+        }
+      }
+    }
+    for (let b = 0; b < 256; b++) {
+      if (this.table[row | b] !== UNKNOWN) continue;
+      const out = outs[b];
+      // Interning may grow (replace) the table: index it afresh.
+      const next = out === undefined || out.size === 0 ? DEAD : this.#intern(out);
+      this.table[row | b] = next;
+    }
+  }
+
+  /**
    * Every stack that position `pos` (over the stack `next`) stands for once rules are
    * entered and finished alternatives popped: tops that read a byte, or the empty stack.
    */

@@ -106,7 +106,7 @@ export class TokenMasks {
         ),
       );
       if (stop < 0) return Number(this.#count[0]);
-      this.automaton.compute(stateAt[parent[stop]], label[stop]);
+      this.automaton.computeRow(stateAt[parent[stop]]);
       n = stop;
     }
   }

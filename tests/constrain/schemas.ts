@@ -3,9 +3,10 @@
  * nested objects (required and optional properties, closed or open to extra keys),
  * arrays with bounds and tuples, enums and consts of strings with escapes and non-ASCII,
  * anyOf, $ref into $defs (references to references), integers with bounds, numbers, booleans, null,
- * bounded strings, formats and patterns. Every string and array is bounded, so an output
- * that follows the schema always comes to an end within a few hundred tokens (references
- * here do not recurse: a recursive schema lets a model nest as deep as it likes).
+ * bounded strings, formats and patterns. Every string and array is bounded (extra
+ * properties aside, see `open`), so an output that follows the schema comes to an end
+ * within a few hundred tokens (references here do not recurse: a recursive schema lets a
+ * model nest as deep as it likes).
  */
 
 import { Rng } from "../../src/gguf/mod.ts";
@@ -17,9 +18,15 @@ const KEYS = ["name", "id", "size", "tags", "kind", "when", "ok", "note", "x", "
 
 export class SchemaMaker {
   readonly #rng: Rng;
+  readonly #open: boolean;
 
-  constructor(seed: number) {
+  /**
+   * `open`: some objects take extra properties (under keys of any length, as many as the
+   * writer likes: the one unbounded part, left out where a model writes the documents).
+   */
+  constructor(seed: number, options: { open?: boolean } = {}) {
     this.#rng = new Rng(seed);
+    this.#open = options.open ?? true;
   }
 
   #int(lo: number, hi: number): number {
@@ -70,7 +77,7 @@ export class SchemaMaker {
     const properties: Schema = {};
     for (const k of keys) properties[k] = this.#value(depth + 1);
     const required = keys.filter(() => this.#rng.float() < 0.7);
-    const open = this.#rng.float() < 0.2;
+    const open = this.#rng.float() < 0.2 && this.#open;
     return {
       type: "object",
       properties,
@@ -136,7 +143,10 @@ export class SchemaMaker {
       case "format":
         return { type: "string", format: this.#pick(["date", "date-time", "uuid", "email"]) };
       default:
-        return { type: "string", pattern: this.#pick(["^[A-Z]{2}-\\d{2,4}$", "^(yes|no|é+)$"]) };
+        return {
+          type: "string",
+          pattern: this.#pick(["^[A-Z]{2}-\\d{2,4}$", "^(yes|no|é{1,3})$"]),
+        };
     }
   }
 }
