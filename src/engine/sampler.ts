@@ -2,8 +2,9 @@
  * Turns a row of logits into the next token. The chain, in the order vLLM and Hugging Face
  * apply it: logit bias, repetition penalty (prompt and output tokens), presence and
  * frequency penalties (output tokens), temperature, top-k, top-p, min-p, then a draw
- * from the seeded RNG; a constraint's filter goes before all of them. Temperature 0 is greedy. Log-probs are those of the model's raw
- * distribution (before any of the above), as OpenAI reports them.
+ * from the seeded RNG; a constraint's filter goes before all of them. Temperature 0 is
+ * greedy. Log-probs are those of the model's raw distribution (before any of the above),
+ * as OpenAI reports them.
  */
 
 import { argmax } from "../common/argmax.ts";
