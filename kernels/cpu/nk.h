@@ -139,6 +139,18 @@ NK_API int32_t nk_attention(nk_pool *pool, float *out, const float *q, const voi
 NK_API int32_t nk_argmax_rows(nk_pool *pool, const float *x, int64_t rows, int64_t cols,
                               int32_t *out);
 
+/* Structured output: walks a vocabulary trie (nodes in depth-first order; node 0 the root)
+ * through a grammar automaton's transition table (table[state * 256 + byte]: the next
+ * state, -1 dead, below -1 not computed yet), from node `start` on, state_at[0] set by the
+ * caller. Sets the bit of every token whose bytes the automaton takes and adds their number
+ * to *count. Returns -1 when the walk is done, or the node whose transition is not computed
+ * yet (state_at of its parent set): the caller fills it in and calls again from there. */
+NK_API int64_t nk_token_mask_walk(const int32_t *table, const uint8_t *label,
+                                  const int32_t *parent, const int32_t *subtree_end,
+                                  const int32_t *token_start, const int32_t *tokens,
+                                  int32_t *state_at, uint32_t *bits, int64_t node_count,
+                                  int64_t start, int64_t *count);
+
 /* out = silu(gate) * up. */
 NK_API int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const float *up,
                            int64_t n);

@@ -5,6 +5,7 @@
  * shared long system prompt.
  */
 
+import type { OutputConstraint } from "../constrain/mod.ts";
 import { GREEDY } from "../engine/mod.ts";
 import type { GenerateRequest } from "../frontend/mod.ts";
 import type { ModelHost } from "../harness/native/model_host.ts";
@@ -71,8 +72,20 @@ async function timed(host: ModelHost, request: GenerateRequest): Promise<Timed> 
   return { ttftMs, tokens, cached };
 }
 
-function request(id: string, ids: number[], maxTokens: number): GenerateRequest {
-  return { id, prompt: { kind: "tokens", ids }, maxTokens, sampling: GREEDY, ignoreEos: true };
+function request(
+  id: string,
+  ids: number[],
+  maxTokens: number,
+  constraint?: OutputConstraint,
+): GenerateRequest {
+  return {
+    id,
+    prompt: { kind: "tokens", ids },
+    maxTokens,
+    sampling: GREEDY,
+    ignoreEos: true,
+    ...(constraint ? { constraint } : {}),
+  };
 }
 
 export class ServingBench {
@@ -84,19 +97,29 @@ export class ServingBench {
     return `bench-${++this.#n}`;
   }
 
-  /** N streams of `gen` tokens each after a `prompt`-token prompt, all at once. */
-  async concurrency(streams: number, prompt: number, gen: number): Promise<ConcurrencyResult> {
+  /**
+   * N streams of `gen` tokens each after a `prompt`-token prompt, all at once. With a
+   * constraint, a stream whose output is complete before `gen` tokens starts another
+   * request at once, so that N sequences decode together throughout.
+   */
+  async concurrency(
+    streams: number,
+    prompt: number,
+    gen: number,
+    constraint?: OutputConstraint,
+  ): Promise<ConcurrencyResult> {
     const before = await this.host.stats();
-    const runs = await Promise.all(
-      Array.from(
-        { length: streams },
-        (_, i) =>
-          timed(
-            this.host,
-            request(this.#id(), randomTokens(prompt, this.vocab, this.#n * 7919 + i), gen),
-          ),
-      ),
-    );
+    const stream = async (i: number): Promise<Timed> => {
+      let first: Timed | undefined;
+      for (let made = 0; made < gen;) {
+        const ids = randomTokens(prompt, this.vocab, this.#n * 7919 + i);
+        const run = await timed(this.host, request(this.#id(), ids, gen - made, constraint));
+        first ??= run;
+        made += Math.max(1, run.tokens);
+      }
+      return first!;
+    };
+    const runs = await Promise.all(Array.from({ length: streams }, (_, i) => stream(i)));
     const after = await this.host.stats();
     const tokens = after.decodeTokens - before.decodeTokens;
     const seconds = after.decodeSeconds - before.decodeSeconds;

@@ -1,6 +1,7 @@
 /** Runs the serving benchmarks on a fresh engine Worker and formats what they measured. */
 
 import type { DeviceChoice } from "../backend/mod.ts";
+import type { OutputConstraint } from "../constrain/mod.ts";
 import { ModelHost } from "../harness/native/model_host.ts";
 import {
   type ConcurrencyResult,
@@ -11,8 +12,10 @@ import {
 
 export interface ServingReport {
   concurrency: ConcurrencyResult[];
-  ttft_behind_long: LatencyResult;
-  prefix: PrefixResult;
+  /** The same streams with every output under the `--constrained` schema. */
+  constrained?: ConcurrencyResult[];
+  ttft_behind_long?: LatencyResult;
+  prefix?: PrefixResult;
 }
 
 const SHORT_PROMPT = 32;
@@ -25,6 +28,7 @@ export async function runServing(
   cpu: { threads: number; mmap: boolean },
   streams: number[],
   gen: number,
+  constraint?: OutputConstraint,
 ): Promise<ServingReport> {
   const host = await ModelHost.start({
     modelPath,
@@ -39,7 +43,12 @@ export async function runServing(
   try {
     const bench = new ServingBench(host, host.description.vocabSize);
     const concurrency: ConcurrencyResult[] = [];
-    for (const n of streams) concurrency.push(await bench.concurrency(n, SHORT_PROMPT, gen));
+    const constrained: ConcurrencyResult[] = [];
+    for (const n of streams) {
+      concurrency.push(await bench.concurrency(n, SHORT_PROMPT, gen));
+      if (constraint) constrained.push(await bench.concurrency(n, SHORT_PROMPT, gen, constraint));
+    }
+    if (constraint) return { concurrency, constrained };
     const ttft_behind_long = await bench.latencyBehindLongPrompt(LONG_PROMPT, SHORT_PROMPT);
     const prefix = await bench.prefixCache(SHARED_PROMPT);
     return { concurrency, ttft_behind_long, prefix };
@@ -49,6 +58,17 @@ export async function runServing(
 }
 
 export function printServing(r: ServingReport): void {
+  if (r.constrained) {
+    console.log("\n| streams | tg t/s free | tg t/s constrained | constrained / free |");
+    console.log("| ---: | ---: | ---: | ---: |");
+    r.concurrency.forEach((c, i) => {
+      const k = r.constrained![i];
+      console.log(
+        `| ${c.streams} | ${c.tg.toFixed(2)} | ${k.tg.toFixed(2)} | ${(k.tg / c.tg).toFixed(3)} |`,
+      );
+    });
+    return;
+  }
   console.log("\n| streams | aggregate tg t/s | x single | mean TTFT ms |");
   console.log("| ---: | ---: | ---: | ---: |");
   const single = r.concurrency[0]?.tg ?? NaN;
@@ -59,14 +79,14 @@ export function printServing(r: ServingReport): void {
       } |`,
     );
   }
-  const l = r.ttft_behind_long;
+  const l = r.ttft_behind_long!;
   console.log(
     `\nTTFT of a ${SHORT_PROMPT}-token request: ${l.unloaded_ms.toFixed(0)} ms unloaded, ` +
       `${l.behind_ms.toFixed(0)} ms behind a ${l.long_prompt_tokens}-token prompt ` +
       `(${(l.behind_ms / l.unloaded_ms).toFixed(2)}x; mean of ${l.behind_samples}, ` +
       `worst ${l.behind_max_ms.toFixed(0)} ms)`,
   );
-  const p = r.prefix;
+  const p = r.prefix!;
   console.log(
     `prefix cache: ${p.cached_tokens} of ${p.prompt_tokens} prompt tokens cached ` +
       `(${((100 * p.cached_tokens) / p.prompt_tokens).toFixed(1)}%); TTFT ${

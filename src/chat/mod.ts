@@ -26,4 +26,4 @@ export {
   parseOutput,
 } from "./output_parser.ts";
 export { type ParsedToolCall, parseToolCallBody } from "./tool_calls.ts";
-export { promptOpensReasoning } from "./reasoning.ts";
+export { promptOpensReasoning, THINK_CLOSE, THINK_OPEN } from "./reasoning.ts";

@@ -1,4 +1,6 @@
 import { bandwidthProbeOf } from "../backend/backend.ts";
+import { errorMessage } from "../common/errors.ts";
+import { checkConstraint, ConstraintError, type OutputConstraint } from "../constrain/mod.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import { quantizationOf } from "../harness/native/describe.ts";
 import { openModel } from "../runner/mod.ts";
@@ -16,7 +18,8 @@ import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
                     [-p 128,512] [-n 128] [-r REPS] [-t THREADS] [--device D]
-                    [--mmap 0|1] [--concurrency 1,4,16,32] [--json]
+                    [--mmap 0|1] [--concurrency 1,4,16,32] [--constrained SCHEMA.json]
+                    [--json]
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
 tokens one at a time) in tokens/s, like llama-bench, plus the memory read bandwidth
@@ -37,6 +40,8 @@ and the decode efficiency: the second over the first.
       --mmap 0|1       CPU: 1 reads weights in place from the mmapped file (default),
                        0 copies them onto huge pages at load (llama.cpp's --no-mmap)
   -c, --concurrency L  also serve L concurrent streams each (32-token prompts, -n tokens)
+      --constrained F  with -c: only the decode speeds, free and with every output under
+                       the JSON schema in file F (structured output), side by side
                        through the engine: aggregate decode tok/s and time to first
                        token; then TTFT of a short request behind a 4k-token prompt and
                        the prefix cache on a 2k-token shared prompt
@@ -78,6 +83,24 @@ function modelPath(values: { model?: string; synthetic?: string; quant?: string 
   return syntheticModel(shape, quant);
 }
 
+/** The JSON schema in `file` as an output constraint, refused (exit 2) when it cannot be. */
+async function schemaConstraint(file: string): Promise<OutputConstraint> {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(await Deno.readTextFile(file));
+  } catch (err) {
+    throw new UsageError(`bench: --constrained ${file}: ${errorMessage(err)}`);
+  }
+  const constraint: OutputConstraint = { text: { kind: "json", schema } };
+  try {
+    checkConstraint(constraint, { text: file, tool: () => file });
+  } catch (err) {
+    if (err instanceof ConstraintError) throw new UsageError(`bench: --constrained ${err.message}`);
+    throw err;
+  }
+  return constraint;
+}
+
 function rate(m: Measurement): string {
   return `${mean(m.samples).toFixed(2)} ± ${stddev(m.samples).toFixed(2)}`;
 }
@@ -100,6 +123,7 @@ export const benchCommand: Command = {
         device: { type: "string" },
         mmap: { type: "string" },
         concurrency: { type: "string", short: "c" },
+        constrained: { type: "string" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -200,8 +224,21 @@ export const benchCommand: Command = {
       backend.close();
       file.close();
     }
+    const constraint = values.constrained === undefined
+      ? undefined
+      : await schemaConstraint(values.constrained);
+    if (constraint && concurrency.length === 0) {
+      throw new UsageError("bench: --constrained goes with --concurrency");
+    }
     if (concurrency.length > 0) {
-      const serving = await runServing(path, device, { threads, mmap }, concurrency, gens[0]);
+      const serving = await runServing(
+        path,
+        device,
+        { threads, mmap },
+        concurrency,
+        gens[0],
+        constraint,
+      );
       if (values.json) console.log(JSON.stringify(serving));
       else printServing(serving);
     }

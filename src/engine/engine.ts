@@ -7,6 +7,7 @@
  */
 
 import type { SequenceSlice, Step, StepInterrupt } from "../backend/backend.ts";
+import { NeuronError } from "../common/errors.ts";
 import type { ModelRunner } from "../runner/runner.ts";
 import { EngineError } from "./errors.ts";
 import { BlockPool } from "./kv/block_pool.ts";
@@ -16,10 +17,14 @@ import { Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
 import { StepBudget, stepWork } from "./step_budget.ts";
 
-/** A sequence's next token, and the raw top logits it asked to see. */
+/**
+ * A sequence's next token and the raw top logits it asked to see; no token when its
+ * constraint allows none (its output is complete) or failed (`fault`).
+ */
 interface Pick {
-  token: SampledToken;
+  token: SampledToken | null;
   top?: Array<[number, number]>;
+  fault?: { code: string; message: string };
 }
 /** How long a step may take when it carries prompt chunks (see step_budget.ts). */
 const DEFAULT_STEP_TARGET_MS = 150;
@@ -153,7 +158,12 @@ export class Engine {
     this.#account(prefill, ids.length - prefill, seconds);
     this.#budget.observe(stepWork(runs), seconds);
     this.#scheduler.complete(runs);
-    sampling.forEach((seq, i) => seq.onToken(picks[i].token, picks[i].top));
+    sampling.forEach((seq, i) => {
+      const { token, top, fault } = picks[i];
+      if (fault) seq.fail(fault.code, fault.message);
+      else if (token === null) seq.finish("stop");
+      else seq.onToken(token, top);
+    });
     this.#scheduler.retire();
   }
 
@@ -177,7 +187,9 @@ export class Engine {
 
   /** The step's forward pass and each sampling sequence's pick; null when interrupted. */
   #run(step: Step, sampling: Sequence[], interrupt?: StepInterrupt): Pick[] | null {
-    const argmaxOnly = sampling.every((seq) => seq.sampler.plainGreedy && seq.topLogits === 0);
+    const argmaxOnly = sampling.every((seq) =>
+      seq.sampler.plainGreedy && seq.topLogits === 0 && seq.filter === undefined
+    );
     if (argmaxOnly) {
       const ids = this.#runner.forwardArgmax(step, interrupt);
       return ids && Array.from(ids, (id): Pick => ({ token: { id } }));
@@ -186,15 +198,23 @@ export class Engine {
     return logits && this.#sample(logits, sampling);
   }
 
-  /** Samples each sequence's token from its row of `rows`. */
+  /**
+   * Samples each sequence's token from its row of `rows`. A constraint that fails (past
+   * its bounds) fails its own sequence only.
+   */
   #sample(rows: Float32Array, sampling: Sequence[]): Pick[] {
     const vocab = this.#runner.shape.vocabSize;
-    return sampling.map((seq, i) => {
+    return sampling.map((seq, i): Pick => {
       const logits = rows.subarray(i * vocab, (i + 1) * vocab);
       const top = seq.topLogits > 0
         ? topIds(logits, seq.topLogits).map((id): [number, number] => [id, logits[id]])
         : undefined;
-      return { token: seq.sampler.sample(logits), top };
+      try {
+        return { token: seq.sampler.sample(logits, seq.filter), top };
+      } catch (err) {
+        if (!(err instanceof NeuronError)) throw err;
+        return { token: null, fault: { code: err.code, message: err.message } };
+      }
     });
   }
 

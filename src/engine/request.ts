@@ -22,6 +22,24 @@ export interface EngineRequest {
    * token for token. Default: the whole prompt.
    */
   reuseBoundary?: number;
+  /** Narrows every next token to those a constraint allows (structured output). */
+  filter?: TokenFilter;
+}
+
+/**
+ * A per-sequence constraint on its next token (a grammar, a JSON schema). It sees the
+ * sampler's copy of the logits before anything else does, so bias, penalties, temperature
+ * and truncation all work on the allowed tokens only. A sequence with a filter never takes
+ * the runner's native argmax, which would not see it.
+ */
+export interface TokenFilter {
+  /**
+   * Sets the logit of every token the constraint forbids next to -Infinity. False when it
+   * allows none: the constrained output is complete, and the sequence ends (`stop`).
+   */
+  restrict(logits: Float32Array): boolean;
+  /** The sequence took `id` (one `restrict` allowed). */
+  accept(id: number): void;
 }
 
 /** How the engine ended a sequence. */

@@ -2,12 +2,14 @@
  * Turns a row of logits into the next token. The chain, in the order vLLM and Hugging Face
  * apply it: logit bias, repetition penalty (prompt and output tokens), presence and
  * frequency penalties (output tokens), temperature, top-k, top-p, min-p, then a draw
- * from the seeded RNG. Temperature 0 is greedy. Log-probs are those of the model's raw
- * distribution (before any of the above), as OpenAI reports them.
+ * from the seeded RNG; a constraint's filter goes before all of them. Temperature 0 is
+ * greedy. Log-probs are those of the model's raw distribution (before any of the above),
+ * as OpenAI reports them.
  */
 
 import { argmax } from "../common/argmax.ts";
 import { Rng } from "../gguf/rng.ts";
+import type { TokenFilter } from "./request.ts";
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -97,11 +99,17 @@ export class Sampler {
     this.#seen.add(id);
   }
 
-  /** Chooses the next token from `logits` (left untouched). */
-  sample(logits: Float32Array): SampledToken {
+  /**
+   * Chooses the next token from `logits` (left untouched); null when `filter` allows no
+   * token at all.
+   */
+  sample(logits: Float32Array): SampledToken;
+  sample(logits: Float32Array, filter: TokenFilter | undefined): SampledToken | null;
+  sample(logits: Float32Array, filter?: TokenFilter): SampledToken | null {
     const p = this.#params;
     const x = this.#scratch;
     x.set(logits.subarray(0, x.length));
+    if (filter !== undefined && !filter.restrict(x)) return null;
     this.#applyBiasAndPenalties(x);
 
     const id = p.temperature <= 0 ? argmax(x) : this.#draw(x);

@@ -9,6 +9,7 @@ import type {
   SequenceObserver,
   TokenCounts,
   TokenEnd,
+  TokenFilter,
 } from "./request.ts";
 import { type SampledToken, Sampler } from "./sampler.ts";
 
@@ -21,6 +22,8 @@ export class Sequence {
   readonly sampler: Sampler;
   /** Raw top logits to report per step (0 = none). */
   readonly topLogits: number;
+  /** The constraint on its tokens, if any (structured output). */
+  readonly filter: TokenFilter | undefined;
   /** Leading tokens whose K/V are in the cache. */
   cached = 0;
   /** Cache blocks, in position order. */
@@ -52,6 +55,7 @@ export class Sequence {
     this.reuseBoundary = Math.min(request.reuseBoundary ?? Infinity, request.prompt.length);
     this.maxNew = maxNew;
     this.topLogits = request.topLogits ?? 0;
+    this.filter = request.filter;
     this.sampler = new Sampler(request.sampling, vocabSize, request.prompt);
     this.#stopIds = new Set(request.stopTokenIds);
     this.#observer = observer;
@@ -71,6 +75,7 @@ export class Sequence {
   onToken(sampled: SampledToken, topLogits: Array<[number, number]> | undefined): boolean {
     const id = sampled.id;
     this.sampler.accept(id);
+    this.filter?.accept(id);
     this.generated++;
     this.tokens.push(id);
     const end: TokenEnd = this.#stopIds.has(id)

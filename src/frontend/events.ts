@@ -5,6 +5,7 @@
  */
 
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
+import type { OutputConstraint } from "../constrain/mod.ts";
 import type { SamplingParams } from "../engine/sampler.ts";
 
 export type Prompt =
@@ -31,6 +32,10 @@ export interface GenerateRequest {
   topLogits?: number;
   /** Split reasoning and tool calls out of the text (chat); plain text otherwise. */
   parseOutput?: boolean;
+  /** What the output must be (a grammar, JSON, tool calls), enforced while decoding. */
+  constraint?: OutputConstraint;
+  /** Tool calls at most: the generation ends after this many (`parallel_tool_calls: false`). */
+  maxToolCalls?: number;
 }
 
 /** One alternative at a step, with its bytes so it can be shown as text. */

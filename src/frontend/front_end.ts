@@ -19,6 +19,7 @@ import { errorMessage } from "../common/errors.ts";
 import type { EngineRequest } from "../engine/mod.ts";
 import type { GgufFile } from "../gguf/mod.ts";
 import { loadTokenizer, type Tokenizer, utf8Length } from "../tokenizer/mod.ts";
+import { Constraints } from "./constraints.ts";
 import { FrontEndError } from "./errors.ts";
 import type { GenerateRequest, GenerationEvent } from "./events.ts";
 import { RequestOutput } from "./output.ts";
@@ -48,6 +49,7 @@ export class FrontEnd {
   readonly #turnOpening: number | undefined;
   /** Control tokens the tool-call reader must see as text. */
   readonly #preserved: ReadonlySet<number>;
+  readonly #constraints: Constraints;
 
   constructor(
     tokenizer: Tokenizer,
@@ -68,6 +70,7 @@ export class FrontEnd {
         id,
       ): id is number => id !== undefined && tokenizer.isControl(id)),
     );
+    this.#constraints = new Constraints(tokenizer, this.format);
   }
 
   static fromGguf(file: GgufFile, contextLength?: number): FrontEnd {
@@ -122,6 +125,10 @@ export class FrontEnd {
       })
       : null;
     const opening = this.#turnOpening === undefined ? -1 : ids.lastIndexOf(this.#turnOpening);
+    const readsReasoning = parser !== null && this.hasReasoning && prompt.kind === "messages";
+    const filter = request.constraint === undefined
+      ? undefined
+      : this.#constraints.filter(request.constraint, readsReasoning ? text : null);
     return {
       request: {
         id: request.id,
@@ -131,10 +138,12 @@ export class FrontEnd {
         stopTokenIds: request.ignoreEos ? [] : [...this.tokenizer.eogIds],
         topLogits: request.topLogits,
         reuseBoundary: opening >= 0 ? opening + 1 : undefined,
+        ...(filter ? { filter } : {}),
       },
       output: new RequestOutput(this.tokenizer, parser, request.stop ?? [], sink, {
         preserved: toolCalls ? this.#preserved : undefined,
         newToolCallId: this.format.newToolCallId,
+        maxToolCalls: request.maxToolCalls,
       }),
     };
   }

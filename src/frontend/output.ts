@@ -24,6 +24,8 @@ export interface RequestOutputOptions {
   preserved?: ReadonlySet<number>;
   /** The id of a tool call the model wrote without one, where the format wants a form. */
   newToolCallId?: () => string;
+  /** The generation ends once this many tool calls were read. */
+  maxToolCalls?: number;
 }
 
 export class RequestOutput implements SequenceObserver {
@@ -34,8 +36,9 @@ export class RequestOutput implements SequenceObserver {
   readonly #sink: (event: GenerationEvent) => void;
   readonly #preserved: ReadonlySet<number>;
   readonly #newToolCallId: (() => string) | undefined;
+  readonly #maxToolCalls: number;
   #reasoningTokens = 0;
-  #madeToolCall = false;
+  #toolCalls = 0;
   // Text after a stop string is never shown, held-back bytes included.
   #stopStringHit = false;
 
@@ -49,6 +52,7 @@ export class RequestOutput implements SequenceObserver {
     this.#tokenizer = tokenizer;
     this.#preserved = options.preserved ?? new Set();
     this.#newToolCallId = options.newToolCallId;
+    this.#maxToolCalls = options.maxToolCalls ?? Infinity;
     this.#detok = new IncrementalDetokenizer(tokenizer);
     this.#stop = new StopMatcher(stops);
     this.#parser = parser;
@@ -79,7 +83,7 @@ export class RequestOutput implements SequenceObserver {
     const stop = this.#stop.push(this.#text(sampled.id));
     this.#emitText(stop.text, [info]);
     this.#stopStringHit = stop.stopped;
-    return stop.stopped;
+    return stop.stopped || this.#toolCalls >= this.#maxToolCalls;
   }
 
   /** The text a token adds; a preserved control token ends any partial character first. */
@@ -99,7 +103,7 @@ export class RequestOutput implements SequenceObserver {
     }
     this.#sink({
       type: "done",
-      finishReason: reason === "stop" && this.#madeToolCall ? "tool_calls" : reason,
+      finishReason: reason === "stop" && this.#toolCalls > 0 ? "tool_calls" : reason,
       usage: { ...counts, reasoningTokens: this.#reasoningTokens },
     });
   }
@@ -127,7 +131,7 @@ export class RequestOutput implements SequenceObserver {
           this.#flush(reasoning, content, tokens);
           reasoning = content = "";
           tokens = [];
-          this.#madeToolCall = true;
+          this.#toolCalls++;
           const id = e.call.id ?? this.#newToolCallId?.();
           this.#sink({
             type: "tool_call",

@@ -18,6 +18,13 @@ import {
 } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, intBetween, nonEmpty } from "./limits.ts";
+import {
+  pickText,
+  ResponseFormat,
+  responseFormatText,
+  type StructuredOutput,
+  structuredOutput,
+} from "./output_constraint.ts";
 import { issuePath, parseRequest } from "./validate.ts";
 
 const TextPart = z.object({ type: z.literal("text"), text: z.string() });
@@ -62,14 +69,16 @@ export const chatRequestSchema = z.object({
   parallel_tool_calls: z.boolean().nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
   reasoning_effort: reasoningEffort.nullish(),
-  response_format: z.object({ type: z.string() }).nullish(),
+  response_format: ResponseFormat.nullish(),
+  grammar: z.string().nullish(),
+  json_schema: z.record(z.string(), z.unknown()).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
 });
 
 export type ChatRequestBody = z.infer<typeof chatRequestSchema>;
 
-/** A chat request, checked and normalized. */
-export interface ChatRequest {
+/** A chat request, checked and normalized; `constraint`: what the output must be. */
+export interface ChatRequest extends StructuredOutput {
   model: string;
   messages: ChatMessage[];
   tools: ChatTool[];
@@ -125,10 +134,10 @@ export function chosenTools(
   if (choice == null || choice === "auto") return tools;
   if (choice === "none") return [];
   if (choice === "required") {
-    throw unsupported(
-      "tool_choice",
-      "tool_choice 'required' is not supported: the model decides whether to call a tool",
-    );
+    if (tools.length === 0) {
+      throw unsupported("tool_choice", "tool_choice 'required' needs at least one tool");
+    }
+    return tools;
   }
   const named = tools.filter((t) => t.function.name === choice.function.name);
   if (named.length === 0) {
@@ -140,26 +149,28 @@ export function chosenTools(
   return named;
 }
 
-export function responseFormatIsText(format: { type: string } | null | undefined): void {
-  if (format && format.type !== "text") {
-    throw unsupported(
-      "response_format",
-      `response_format '${format.type}' is not supported: this node generates free text`,
-    );
-  }
-}
-
 export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
   const body = parseRequest(chatRequestSchema, json);
   requireSingleChoice(body.n);
-  responseFormatIsText(body.response_format);
   if (body.top_logprobs && !body.logprobs) {
     throw unsupported("top_logprobs", "top_logprobs requires logprobs to be true");
   }
+  const offered = body.tools ?? [];
+  const tools = chosenTools(offered, body.tool_choice);
+  const choice = body.tool_choice;
+  const text = pickText([responseFormatText(body.response_format)], body);
+  const structured = structuredOutput(
+    text,
+    tools,
+    typeof choice === "object" && choice !== null ? { name: choice.function.name } : choice,
+    body.parallel_tool_calls,
+    (t) => `tools[${offered.indexOf(t)}].function.parameters`,
+  );
   return {
+    ...structured,
     model: body.model,
     messages: toChatMessages(body.messages),
-    tools: chosenTools(body.tools ?? [], body.tool_choice),
+    tools,
     templateKwargs: templateKwargs(body.chat_template_kwargs, body.reasoning_effort, headers),
     maxTokens: maxNewTokens(body.max_completion_tokens, body.max_tokens),
     sampling: requestedSampling(body),

@@ -11,6 +11,13 @@ import {
 } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, intBetween } from "./limits.ts";
+import {
+  pickText,
+  ResponseFormat,
+  responseFormatText,
+  type StructuredOutput,
+  structuredOutput,
+} from "./output_constraint.ts";
 import { parseRequest } from "./validate.ts";
 
 /** OpenAI's legacy completions default to 16 new tokens when max_tokens is absent. */
@@ -33,11 +40,14 @@ export const completionRequestSchema = z.object({
   suffix: z.string().nullish(),
   best_of: intAtLeast(1).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
+  response_format: ResponseFormat.nullish(),
+  grammar: z.string().nullish(),
+  json_schema: z.record(z.string(), z.unknown()).nullish(),
 });
 
 export type CompletionPrompt = { kind: "text"; text: string } | { kind: "tokens"; ids: number[] };
 
-export interface CompletionRequest {
+export interface CompletionRequest extends StructuredOutput {
   model: string;
   prompt: CompletionPrompt;
   maxTokens?: number;
@@ -71,7 +81,9 @@ export function parseCompletionRequest(json: unknown): CompletionRequest {
   }
   if (body.echo) throw unsupported("echo", "echo is not supported");
   if (body.suffix) throw unsupported("suffix", "suffix (fill-in-the-middle) is not supported");
+  const text = pickText([responseFormatText(body.response_format)], body);
   return {
+    ...structuredOutput(text, [], null, null, () => ""),
     model: body.model,
     prompt: singlePrompt(body.prompt),
     maxTokens: maxNewTokens(null, body.max_tokens) ?? DEFAULT_COMPLETION_TOKENS,

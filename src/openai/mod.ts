@@ -23,3 +23,4 @@ export {
 export { response, type ResponsesRenderOptions, streamResponse } from "./responses_response.ts";
 export { SSE_HEADERS, SseChannel } from "./sse.ts";
 export { chatUsage, responsesUsage } from "./usage.ts";
+export type { StructuredOutput } from "./output_constraint.ts";

@@ -11,6 +11,13 @@ import { unsupported } from "./errors.ts";
 import { maxNewTokens, reasoningEffort, requestedSampling, templateKwargs } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, nonEmpty, numberBetween, positiveAtMost } from "./limits.ts";
+import {
+  pickText,
+  type StructuredOutput,
+  structuredOutput,
+  TextFormat,
+  textFormatText,
+} from "./output_constraint.ts";
 import { issuePath, parseRequest } from "./validate.ts";
 
 const TextPart = z.object({
@@ -68,7 +75,7 @@ export const responsesRequestSchema = z.object({
   parallel_tool_calls: z.boolean().nullish(),
   previous_response_id: z.string().nullish(),
   reasoning: z.object({ effort: reasoningEffort.nullish() }).nullish(),
-  text: z.object({ format: z.object({ type: z.string() }).nullish() }).nullish(),
+  text: z.object({ format: TextFormat.nullish() }).nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
   store: z.boolean().nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
@@ -77,7 +84,7 @@ export const responsesRequestSchema = z.object({
 
 type Body = z.infer<typeof responsesRequestSchema>;
 
-export interface ResponsesRequest {
+export interface ResponsesRequest extends StructuredOutput {
   model: string;
   messages: ChatMessage[];
   tools: ChatTool[];
@@ -140,7 +147,8 @@ function toMessages(body: Body): ChatMessage[] {
   return out;
 }
 
-function toTools(body: Body): ChatTool[] {
+/** The function tools offered, and those left after `tool_choice`. */
+function toTools(body: Body): { offered: ChatTool[]; chosen: ChatTool[] } {
   const tools = (body.tools ?? []).map((t, i): ChatTool => {
     const parsed = FunctionTool.safeParse(t);
     if (!parsed.success) {
@@ -162,19 +170,19 @@ function toTools(body: Body): ChatTool[] {
     };
   });
   const choice = body.tool_choice;
-  if (choice == null || choice === "auto") return tools;
-  if (choice === "none") return [];
+  if (choice == null || choice === "auto") return { offered: tools, chosen: tools };
+  if (choice === "none") return { offered: tools, chosen: [] };
   if (choice === "required") {
-    throw unsupported(
-      "tool_choice",
-      "tool_choice 'required' is not supported: the model decides whether to call a tool",
-    );
+    if (tools.length === 0) {
+      throw unsupported("tool_choice", "tool_choice 'required' needs at least one tool");
+    }
+    return { offered: tools, chosen: tools };
   }
   const named = tools.filter((t) => t.function.name === choice.name);
   if (named.length === 0) {
     throw unsupported("tool_choice", `tool_choice names '${choice.name}', which is not in tools`);
   }
-  return named;
+  return { offered: tools, chosen: named };
 }
 
 export function parseResponsesRequest(json: unknown, headers: Headers): ResponsesRequest {
@@ -185,14 +193,20 @@ export function parseResponsesRequest(json: unknown, headers: Headers): Response
       "previous_response_id is not supported: responses are not stored; send the whole input",
     );
   }
-  const format = body.text?.format?.type;
-  if (format && format !== "text") {
-    throw unsupported("text.format", `text.format '${format}' is not supported`);
-  }
+  const { offered, chosen } = toTools(body);
+  const choice = body.tool_choice;
+  const structured = structuredOutput(
+    pickText([textFormatText(body.text?.format)], {}),
+    chosen,
+    typeof choice === "object" && choice !== null ? { name: choice.name } : choice,
+    body.parallel_tool_calls,
+    (t) => `tools[${offered.indexOf(t)}].parameters`,
+  );
   return {
+    ...structured,
     model: body.model,
     messages: toMessages(body),
-    tools: toTools(body),
+    tools: chosen,
     templateKwargs: templateKwargs(body.chat_template_kwargs, body.reasoning?.effort, headers),
     maxTokens: maxNewTokens(body.max_output_tokens, null),
     sampling: requestedSampling(body),

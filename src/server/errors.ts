@@ -91,6 +91,11 @@ const STATUS: Record<string, number> = {
   template_unavailable: 400,
   template_render_failed: 400,
   chat_template_failed: 500,
+  // structured output (src/constrain)
+  invalid_grammar: 400,
+  invalid_schema: 400,
+  unsupported_schema: 400,
+  grammar_too_complex: 400,
   rate_limit_exceeded: 503,
   model_unloaded: 503,
   request_cancelled: 503,

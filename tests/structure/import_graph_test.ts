@@ -15,6 +15,7 @@ const LAYERS = [
   "harness",
   "openai",
   "frontend",
+  "constrain",
   "engine",
   "runner",
   "tp",

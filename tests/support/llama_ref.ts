@@ -31,10 +31,12 @@ import {
 } from "./llama_cpp/abi.ts";
 import { address, decode, floats, withPinned } from "./llama_cpp/batch.ts";
 import { argmaxMargin, topLogits } from "./logits.ts";
+import { LlamaGrammar } from "./llama_cpp/grammar.ts";
 
 export { LlamaRefError } from "./llama_cpp/errors.ts";
 export type { Pooling } from "./llama_cpp/abi.ts";
 export { topLogits } from "./logits.ts";
+export type { LlamaGrammar } from "./llama_cpp/grammar.ts";
 
 const THREADS = 2;
 const UBATCH = 512;
@@ -81,6 +83,7 @@ export class LlamaModel {
   #options: LlamaOpenOptions;
   #contexts = new Map<ContextKind, Ptr>();
   #threadpools: Ptr[] = [];
+  #eog: number[] | undefined;
 
   constructor(lib: LlamaLibrary, model: Ptr, readonly path: string, options: LlamaOpenOptions) {
     this.#lib = lib;
@@ -157,6 +160,16 @@ export class LlamaModel {
       }
       capacity = -n;
     }
+  }
+
+  /** llama.cpp's grammar sampler over this vocabulary; null where it refuses the grammar. */
+  grammar(text: string, root = "root"): LlamaGrammar | null {
+    this.#live();
+    if (this.#eog === undefined) {
+      this.#eog = [];
+      for (let id = 0; id < this.nVocab; id++) if (this.isEog(id)) this.#eog.push(id);
+    }
+    return LlamaGrammar.open(this.#sym, this.#vocab, text, this.#eog, root);
   }
 
   /** Whether llama.cpp counts `id` as an end of generation. */

@@ -113,6 +113,22 @@ export const CPU_SYMBOLS = {
   },
   nk_scale: { parameters: ["pointer", "pointer", "pointer", "f32", "i64"], result: "i32" },
   nk_argmax_rows: { parameters: ["pointer", "pointer", "i64", "i64", "pointer"], result: "i32" },
+  nk_token_mask_walk: {
+    parameters: [
+      "buffer",
+      "buffer",
+      "buffer",
+      "buffer",
+      "buffer",
+      "buffer",
+      "buffer",
+      "buffer",
+      "i64",
+      "i64",
+      "buffer",
+    ],
+    result: "i64",
+  },
   nk_run_ops: {
     parameters: ["pointer", "buffer", "i64", "buffer", "buffer", "buffer", "i32"],
     result: "i32",

@@ -19,6 +19,7 @@ import {
   streamChatCompletion,
   streamCompletion,
   streamResponse,
+  type StructuredOutput,
 } from "../../openai/mod.ts";
 import type { InferenceCall } from "../harness.ts";
 
@@ -49,6 +50,14 @@ function checkLogitBias(bias: ReadonlyMap<number, number> | undefined, vocabSize
   }
 }
 
+/** The output constraint a request carries, in the front end's terms. */
+function structured(r: StructuredOutput): Pick<GenerateRequest, "constraint" | "maxToolCalls"> {
+  return {
+    ...(r.constraint ? { constraint: r.constraint } : {}),
+    ...(r.maxToolCalls !== undefined ? { maxToolCalls: r.maxToolCalls } : {}),
+  };
+}
+
 function planFor(call: InferenceCall, model: ModelDescription): Plan {
   const defaults = model.samplingDefaults;
   const name = call.model;
@@ -71,6 +80,7 @@ function planFor(call: InferenceCall, model: ModelDescription): Plan {
           }),
           stop: r.stop,
           parseOutput: true,
+          ...structured(r),
         },
         render: async (gen) =>
           r.stream ? streamChatCompletion(gen, opts) : json(await chatCompletion(gen, opts)),
@@ -89,6 +99,7 @@ function planFor(call: InferenceCall, model: ModelDescription): Plan {
           }),
           stop: r.stop,
           parseOutput: false,
+          ...structured(r),
         },
         render: async (gen) =>
           r.stream ? streamCompletion(gen, opts) : json(await completion(gen, opts)),
@@ -108,6 +119,7 @@ function planFor(call: InferenceCall, model: ModelDescription): Plan {
           maxTokens: r.maxTokens,
           sampling: resolveSampling(r.sampling, defaults, { logprobs: false, topLogprobs: 0 }),
           parseOutput: true,
+          ...structured(r),
         },
         render: async (gen) =>
           r.stream ? streamResponse(gen, opts) : json(await response(gen, opts)),

@@ -159,7 +159,19 @@ export const SYMBOLS = {
     result: "i32",
     callback: true,
   },
+  llama_sampler_init_grammar: {
+    parameters: ["pointer", "buffer", "buffer"],
+    result: "pointer",
+    callback: true,
+  },
+  llama_sampler_apply: { parameters: ["pointer", "buffer"], result: "void", callback: true },
+  llama_sampler_accept: { parameters: ["pointer", "i32"], result: "void", callback: true },
+  llama_sampler_free: { parameters: ["pointer"], result: "void" },
 } as const;
+
+/** llama_token_data {id, logit, p} and llama_token_data_array {data, size, selected, sorted}. */
+export const TOKEN_DATA_SIZE = 12;
+export const TOKEN_DATA_ARRAY_SIZE = 32;
 
 export const GGML_SYMBOLS = {
   ggml_backend_load: { parameters: ["buffer"], result: "pointer", callback: true },

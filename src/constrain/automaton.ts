@@ -1,0 +1,196 @@
+/**
+ * The grammar's pushdown automaton, determinized lazily into states over bytes. A parse
+ * configuration is a set of stacks (as in llama.cpp's grammar matcher), each a chain of
+ * element positions whose top is a byte set; a finished stack is the empty one. Stacks are
+ * hash-consed, a configuration is interned as a state, and each state's transition on a
+ * byte is computed once, when first asked, then read from a table: walking a token costs
+ * one table read per byte however ambiguous the grammar. Repetitions are right-recursive
+ * with the tail call dropped (as llama.cpp drops it), so a loop comes back to the same
+ * state instead of growing the stack. States, stacks per state and stack nodes are bounded:
+ * a grammar past them is refused with `grammar_too_complex` rather than eating the node.
+ */
+
+import { ConstraintError } from "./errors.ts";
+import { BYTES, END, type Grammar, hasByte } from "./grammar.ts";
+
+export const DEAD = -1;
+const UNKNOWN = -2;
+
+export interface AutomatonLimits {
+  states: number;
+  stacksPerState: number;
+  nodes: number;
+}
+
+export const DEFAULT_LIMITS: AutomatonLimits = {
+  states: 50_000,
+  stacksPerState: 512,
+  nodes: 2_000_000,
+};
+
+export class ByteAutomaton {
+  readonly grammar: Grammar;
+  /**
+   * `table[state * 256 + byte]`: the next state, DEAD, or not yet computed (below DEAD).
+   * One flat table, grown by doubling, so a walk reads it with one index.
+   */
+  table = new Int32Array(256 * 64).fill(UNKNOWN);
+  readonly #limits: AutomatonLimits;
+  readonly #stride: number;
+  // Stack node n is (position, rest of the stack); node 0 is the empty stack.
+  readonly #nodePos: number[] = [0];
+  readonly #nodeNext: number[] = [0];
+  readonly #nodeIds = new Map<number, number>();
+  readonly #stacks: Int32Array[] = [];
+  readonly #stateIds = new Map<string, number>();
+  readonly start: number;
+
+  constructor(grammar: Grammar, limits: AutomatonLimits = DEFAULT_LIMITS) {
+    this.grammar = grammar;
+    this.#limits = limits;
+    this.#stride = grammar.kind.length + 1;
+    const out = new Set<number>();
+    const seen = new Set<number>();
+    for (const alt of grammar.alternatives[grammar.root]) this.#expand(alt, 0, out, seen);
+    this.start = this.#intern(out);
+  }
+
+  get stateCount(): number {
+    return this.#stacks.length;
+  }
+
+  /** The state after `byte`, or DEAD. */
+  next(state: number, byte: number): number {
+    const t = this.table[(state << 8) | byte];
+    return t === UNKNOWN ? this.compute(state, byte) : t;
+  }
+
+  /** The state after `bytes`, or DEAD. */
+  walk(state: number, bytes: Uint8Array): number {
+    let s = state;
+    for (let i = 0; i < bytes.length && s !== DEAD; i++) s = this.next(s, bytes[i]);
+    return s;
+  }
+
+  /** The input so far is a whole sentence of the grammar. */
+  accepting(state: number): boolean {
+    return this.#stacks[state][0] === 0;
+  }
+
+  /** A whole sentence that no byte can extend. */
+  finished(state: number): boolean {
+    const stacks = this.#stacks[state];
+    return stacks.length === 1 && stacks[0] === 0;
+  }
+
+  /** Fills in `table[state * 256 + byte]`. */
+  compute(state: number, byte: number): number {
+    const { arg, byteSets } = this.grammar;
+    const out = new Set<number>();
+    const seen = new Set<number>();
+    for (const id of this.#stacks[state]) {
+      if (id === 0) continue;
+      const pos = this.#nodePos[id];
+      if (hasByte(byteSets[arg[pos]], byte)) this.#expand(pos + 1, this.#nodeNext[id], out, seen);
+    }
+    const next = out.size === 0 ? DEAD : this.#intern(out);
+    this.table[(state << 8) | byte] = next;
+    return next;
+  }
+
+  /**
+   * Fills in every transition of `state` not computed yet, in one pass over its stacks: a
+   * walk that meets a new state mostly needs many of its bytes.
+   */
+  computeRow(state: number): void {
+    const { arg, byteSets } = this.grammar;
+    const row = state << 8;
+    const outs: Array<Set<number> | undefined> = new Array(256);
+    const seens: Array<Set<number> | undefined> = new Array(256);
+    for (const id of this.#stacks[state]) {
+      if (id === 0) continue;
+      const pos = this.#nodePos[id];
+      const set = byteSets[arg[pos]];
+      for (let w = 0; w < 8; w++) {
+        for (let word = set[w]; word !== 0; word &= word - 1) {
+          const b = (w << 5) | (31 - Math.clz32(word & -word));
+          if (this.table[row | b] !== UNKNOWN) continue;
+          const out = outs[b] ??= new Set();
+          this.#expand(pos + 1, this.#nodeNext[id], out, seens[b] ??= new Set());
+        }
+      }
+    }
+    for (let b = 0; b < 256; b++) {
+      if (this.table[row | b] !== UNKNOWN) continue;
+      const out = outs[b];
+      // Interning may grow (replace) the table: index it afresh.
+      const next = out === undefined || out.size === 0 ? DEAD : this.#intern(out);
+      this.table[row | b] = next;
+    }
+  }
+
+  /**
+   * Every stack that position `pos` (over the stack `next`) stands for once rules are
+   * entered and finished alternatives popped: tops that read a byte, or the empty stack.
+   */
+  #expand(pos: number, next: number, out: Set<number>, seen: Set<number>): void {
+    const { kind, arg, alternatives } = this.grammar;
+    const work = [pos, next];
+    while (work.length > 0) {
+      const n = work.pop()!;
+      const p = work.pop()!;
+      const key = p + n * this.#stride;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const k = kind[p];
+      if (k === END) {
+        if (n === 0) out.add(0);
+        else work.push(this.#nodePos[n], this.#nodeNext[n]);
+      } else if (k === BYTES) {
+        out.add(this.#node(p, n));
+        if (out.size > this.#limits.stacksPerState) this.#tooComplex("parse stacks at once");
+      } else {
+        const cont = kind[p + 1] === END ? n : this.#node(p + 1, n);
+        for (const alt of alternatives[arg[p]]) work.push(alt, cont);
+      }
+    }
+  }
+
+  #node(pos: number, next: number): number {
+    const key = pos + next * this.#stride;
+    let id = this.#nodeIds.get(key);
+    if (id === undefined) {
+      id = this.#nodePos.length;
+      if (id >= this.#limits.nodes) this.#tooComplex("stack nodes");
+      this.#nodePos.push(pos);
+      this.#nodeNext.push(next);
+      this.#nodeIds.set(key, id);
+    }
+    return id;
+  }
+
+  #intern(stacks: Set<number>): number {
+    const sorted = Int32Array.from(stacks).sort();
+    const key = sorted.join(",");
+    let id = this.#stateIds.get(key);
+    if (id === undefined) {
+      id = this.#stacks.length;
+      if (id >= this.#limits.states) this.#tooComplex("parser states");
+      this.#stacks.push(sorted);
+      if ((id + 1) << 8 > this.table.length) {
+        const grown = new Int32Array(this.table.length * 2).fill(UNKNOWN);
+        grown.set(this.table);
+        this.table = grown;
+      }
+      this.#stateIds.set(key, id);
+    }
+    return id;
+  }
+
+  #tooComplex(what: string): never {
+    throw new ConstraintError(
+      "grammar_too_complex",
+      `the grammar needs more ${what} than the node allows; make it less ambiguous or smaller`,
+    );
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * One sequence's constraint while it decodes: the grammar state after the tokens it took,
+ * and before each token the mask of what may come next (token_masks.ts), applied to the
+ * sampler's copy of the logits. End-of-generation tokens are allowed exactly when the
+ * text so far is a whole sentence of the grammar. A thinking model's reasoning comes first
+ * and is free (only ending the generation inside it is refused): the grammar starts after
+ * the block closes.
+ */
+
+import type { TokenFilter } from "../engine/mod.ts";
+import { ConstraintError } from "./errors.ts";
+import { DEAD } from "./automaton.ts";
+import type { TokenMasks } from "./token_masks.ts";
+
+/** Where the reasoning block of a thinking model stands when generation starts. */
+export interface ReasoningTokens {
+  /** `<think>` and `</think>`, as single tokens. */
+  open: number;
+  close: number;
+  /** The prompt opened the block: the output starts as reasoning. */
+  startInside: boolean;
+  /** The output may open a block before the constrained text (the prompt did not close one). */
+  mayOpen: boolean;
+}
+
+type Phase = "open" | "reasoning" | "grammar" | "done";
+
+export class GrammarMatcher implements TokenFilter {
+  readonly #masks: TokenMasks;
+  readonly #eog: Int32Array;
+  readonly #reasoning: ReasoningTokens | undefined;
+  readonly #saved: Float32Array;
+  #kept = new Float32Array(0);
+  #phase: Phase;
+  #state: number;
+
+  constructor(masks: TokenMasks, eogIds: Iterable<number>, reasoning?: ReasoningTokens) {
+    this.#masks = masks;
+    this.#eog = Int32Array.from(eogIds);
+    this.#reasoning = reasoning;
+    this.#state = masks.automaton.start;
+    this.#phase = reasoning?.startInside ? "reasoning" : reasoning?.mayOpen ? "open" : "grammar";
+    this.#saved = new Float32Array(this.#eog.length + 1);
+  }
+
+  /** The constrained text is complete: nothing but the end may follow. */
+  get complete(): boolean {
+    return this.#phase === "done" ||
+      (this.#phase === "grammar" && this.#masks.automaton.finished(this.#state));
+  }
+
+  restrict(logits: Float32Array): boolean {
+    switch (this.#phase) {
+      case "done":
+        return false;
+      case "reasoning":
+        for (const id of this.#eog) logits[id] = -Infinity;
+        return true;
+      case "open": {
+        const open = this.#reasoning!.open;
+        const keep = logits[open];
+        this.#apply(logits);
+        logits[open] = keep;
+        return true;
+      }
+      case "grammar":
+        return this.#apply(logits);
+    }
+  }
+
+  accept(id: number): void {
+    switch (this.#phase) {
+      case "done":
+        return;
+      case "reasoning":
+        if (id === this.#reasoning!.close) this.#phase = "grammar";
+        return;
+      case "open":
+        if (id === this.#reasoning!.open) {
+          this.#phase = "reasoning";
+          return;
+        }
+        this.#phase = "grammar";
+        break;
+      case "grammar":
+        break;
+    }
+    if (this.#eog.includes(id)) {
+      this.#phase = "done";
+      return;
+    }
+    const next = this.#masks.automaton.walk(this.#state, this.#masks.trie.pieces[id]);
+    if (next === DEAD) {
+      throw new ConstraintError(
+        "invalid_grammar",
+        `token ${id} does not continue the grammar: it was not allowed`,
+      );
+    }
+    this.#state = next;
+  }
+
+  /** Forbids what the grammar state forbids; false when nothing is allowed. */
+  #apply(logits: Float32Array): boolean {
+    const mask = this.#masks.mask(this.#state);
+    const eog = this.#eog;
+    const saved = this.#saved;
+    if (mask.accepting) { for (let i = 0; i < eog.length; i++) saved[i] = logits[eog[i]]; }
+    if (mask.ids !== null) this.#applyIds(logits, mask.ids);
+    else applyBits(logits, mask.bits!);
+    if (mask.accepting) { for (let i = 0; i < eog.length; i++) logits[eog[i]] = saved[i]; }
+    return mask.count > 0 || (mask.accepting && eog.length > 0);
+  }
+
+  /** Keeps only the logits of `ids`. */
+  #applyIds(logits: Float32Array, ids: Int32Array): void {
+    if (this.#kept.length < ids.length) this.#kept = new Float32Array(ids.length);
+    const kept = this.#kept;
+    for (let i = 0; i < ids.length; i++) kept[i] = logits[ids[i]];
+    logits.fill(-Infinity);
+    for (let i = 0; i < ids.length; i++) logits[ids[i]] = kept[i];
+  }
+}
+
+/** Sets every logit whose bit is clear to -Infinity, visiting only the clear bits. */
+function applyBits(logits: Float32Array, bits: Uint32Array): void {
+  const n = logits.length;
+  for (let w = 0; w < bits.length; w++) {
+    const base = w << 5;
+    for (let clear = ~bits[w]; clear !== 0; clear &= clear - 1) {
+      const i = base + 31 - Math.clz32(clear & -clear);
+      if (i < n) logits[i] = -Infinity;
+    }
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * A vocabulary as a byte trie in depth-first order, what a token mask is computed over:
+ * tokens that share a prefix share its walk through the automaton, and a prefix the
+ * grammar refuses skips its whole subtree (`subtreeEnd`) in one jump. Tokens with no bytes
+ * a grammar could match (control tokens, unused rows) stay outside; they are never allowed,
+ * but for the end-of-generation tokens when the grammar is complete.
+ */
+
+export interface TokenTrie {
+  readonly vocabSize: number;
+  /** Node 0 is the root (the empty prefix). */
+  readonly nodeCount: number;
+  readonly label: Uint8Array;
+  readonly parent: Int32Array;
+  /** The first node after `n`'s subtree. */
+  readonly subtreeEnd: Int32Array;
+  /** Tokens whose bytes end at node n: `tokens[tokenStart[n] .. tokenStart[n + 1])`. */
+  readonly tokenStart: Int32Array;
+  readonly tokens: Int32Array;
+  /** Each token's bytes (empty outside the trie). */
+  readonly pieces: readonly Uint8Array[];
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+/** `pieces[id]`: the bytes token `id` stands for; empty keeps it out of every grammar. */
+export function buildTokenTrie(pieces: readonly Uint8Array[]): TokenTrie {
+  const ids: number[] = [];
+  for (let id = 0; id < pieces.length; id++) if (pieces[id].length > 0) ids.push(id);
+  ids.sort((a, b) => compareBytes(pieces[a], pieces[b]) || a - b);
+
+  const label: number[] = [0];
+  const parent: number[] = [-1];
+  const subtreeEnd: number[] = [0];
+  const nodeOfToken = new Int32Array(ids.length);
+  const path = [0];
+  let prev: Uint8Array = new Uint8Array(0);
+  ids.forEach((id, k) => {
+    const bytes = pieces[id];
+    let common = 0;
+    const n = Math.min(prev.length, bytes.length);
+    while (common < n && prev[common] === bytes[common]) common++;
+    while (path.length > common + 1) subtreeEnd[path.pop()!] = label.length;
+    for (let d = common; d < bytes.length; d++) {
+      const node = label.length;
+      label.push(bytes[d]);
+      parent.push(path.at(-1)!);
+      subtreeEnd.push(0);
+      path.push(node);
+    }
+    nodeOfToken[k] = path.at(-1)!;
+    prev = bytes;
+  });
+  while (path.length > 0) subtreeEnd[path.pop()!] = label.length;
+
+  const nodeCount = label.length;
+  const tokenStart = new Int32Array(nodeCount + 1);
+  for (let k = 0; k < ids.length; k++) tokenStart[nodeOfToken[k] + 1]++;
+  for (let n = 0; n < nodeCount; n++) tokenStart[n + 1] += tokenStart[n];
+  // Sorted order is depth-first order: each node's tokens are already consecutive.
+  return {
+    vocabSize: pieces.length,
+    nodeCount,
+    label: Uint8Array.from(label),
+    parent: Int32Array.from(parent),
+    subtreeEnd: Int32Array.from(subtreeEnd),
+    tokenStart,
+    tokens: Int32Array.from(ids),
+    pieces,
+  };
+}
