@@ -98,6 +98,7 @@ export {
   FAMILIES,
   type Family,
   familyFixture,
+  familyFixtureDir,
   FIXTURE_QUANTS,
   type FixtureQuant,
 } from "./fixtures/families/mod.ts";
