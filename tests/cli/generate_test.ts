@@ -1,7 +1,8 @@
 /** `neuron generate` as a user runs it: the text, then each step's best logits, then speeds. */
 import { assert, assertEquals, assertMatch } from "../support/assert.ts";
 import { ROOT } from "../support/processes.ts";
-import { fixture, modelGolden } from "../fixtures.ts";
+import { familyFixture, fixture, modelGolden } from "../fixtures.ts";
+import { openLlamaModel } from "../support/llama_ref.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { loadTokenizer } from "../../src/tokenizer/mod.ts";
 
@@ -107,4 +108,34 @@ Deno.test("generate --json keeps its one JSON line on stdout; the speeds go to s
   const stderr = new TextDecoder().decode(out.stderr);
   assertMatch(stderr, /^prompt: \d+ tokens in .* tokens\/s$/m);
   assertMatch(stderr, /^generation: 2 tokens, 1 decode steps in .* tokens\/s$/m);
+});
+
+Deno.test("generate --json on a Gemma 3 file: llama.cpp's greedy tokens for the same prompt", async () => {
+  const path = await familyFixture("gemma3", "q8_0");
+  const prompt = "The quick brown fox jumps over the lazy dog.";
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--unstable-no-legacy-abort",
+      `${ROOT}main.ts`,
+      "generate",
+      "--model",
+      path,
+      "--prompt",
+      prompt,
+      "-n",
+      "8",
+      "--ignore-eos",
+      "--json",
+    ],
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+  }).output();
+  assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+  const result = JSON.parse(new TextDecoder().decode(out.stdout));
+  using ref = await openLlamaModel(path);
+  const ids = ref.tokenize(prompt, { special: true, addSpecial: true });
+  assertEquals(result.ids, ref.greedy(ids, 8).map((s) => s.id));
+  assertEquals(result.text, ref.detokenize(result.ids));
 });
