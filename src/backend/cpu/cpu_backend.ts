@@ -15,6 +15,8 @@ import {
   type Backend,
   type BandwidthProbe,
   type Collective,
+  type ExpertSource,
+  type ExpertWeight,
   type KvCache,
   kvCacheBytes,
   type KvCacheSpec,
@@ -43,6 +45,14 @@ import {
   ROPE_NORM,
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
+import {
+  checkCombine,
+  checkMatmulExperts,
+  checkRoute,
+  CpuExperts,
+  expertBytes,
+  packedExperts,
+} from "./cpu_experts.ts";
 import { StepKeys } from "./step_template.ts";
 import { WeightArena } from "./weight_arena.ts";
 
@@ -157,6 +167,16 @@ export class CpuBackend implements Backend, BandwidthProbe {
     }
     const pointer = inPlace ? source.pointer : this.#weights.place(source.bytes.subarray(0, bytes));
     return new CpuWeight(source.name, source.type, source.rows, source.cols, pointer);
+  }
+
+  loadExperts(source: ExpertSource): ExpertWeight {
+    const bytes = expertBytes(source, this.kernels.rowBytes(source.type.id, source.cols));
+    const { name, type, experts, rows, cols } = source;
+    if (this.#mmap && !source.transient) {
+      return new CpuExperts(name, type, experts, rows, cols, source.pointer, source.expertStride);
+    }
+    const pointer = this.#weights.place(packedExperts(source, bytes));
+    return new CpuExperts(name, type, experts, rows, cols, pointer, bytes);
   }
 
   activation(rows: number, cols: number): Activation {
@@ -342,6 +362,57 @@ export class CpuBackend implements Backend, BandwidthProbe {
       throw new CpuKernelError("cpu_kernel_invalid", `${op}: ${v.name} is ${v.type.name}, not F32`);
     }
     return v.pointer;
+  }
+
+  routeExperts(ids: Activation, weights: Activation, logits: Activation, normalize: boolean): void {
+    checkRoute(ids, weights, logits);
+    const l = act(logits);
+    this.pool.queue.moeRoute(
+      l.pointer,
+      l.rows,
+      l.cols,
+      ids.cols,
+      normalize,
+      act(ids).pointer,
+      act(weights).pointer,
+    );
+  }
+
+  matmulExperts(outs: Activation[], ws: ExpertWeight[], x: Activation, ids: Activation): void {
+    const experts = checkMatmulExperts(outs, ws, x, ids);
+    const mats = ws.map((w, m) => {
+      const e = w as CpuExperts;
+      return {
+        type: e.type.id,
+        w: e.pointer,
+        stride: e.stride,
+        rows: e.rows,
+        y: act(outs[m]).pointer,
+      };
+    });
+    const a = act(x);
+    this.pool.queue.matmulExperts(
+      mats,
+      experts,
+      a.cols,
+      a.pointer,
+      a.rows,
+      act(ids).pointer,
+      ids.rows,
+      ids.cols,
+    );
+  }
+
+  combineExperts(out: Activation, experts: Activation, weights: Activation): void {
+    checkCombine(out, experts, weights);
+    this.pool.queue.moeCombine(
+      act(out).pointer,
+      act(experts).pointer,
+      act(weights).pointer,
+      out.rows,
+      weights.cols,
+      out.cols,
+    );
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {
