@@ -294,3 +294,68 @@ Deno.test("moe ops: shapes that do not fit are refused when recorded", async () 
     pool.destroy();
   }
 });
+
+/** libc's mmap/mprotect/munmap, to put experts behind pages no load may touch. */
+function libc() {
+  return Deno.dlopen("libc.so.6", {
+    mmap: { parameters: ["pointer", "usize", "i32", "i32", "i32", "isize"], result: "pointer" },
+    mprotect: { parameters: ["pointer", "usize", "i32"], result: "i32" },
+    munmap: { parameters: ["pointer", "usize"], result: "i32" },
+  });
+}
+
+Deno.test("matmulExperts reads only the chosen experts: the others sit on pages no load may touch", async () => {
+  const [PROT_NONE, PROT_RW, MAP_PRIVATE_ANON] = [0, 3, 0x22];
+  const info = ggmlTypeByName("Q4_K")!;
+  const [rows, cols, experts, tokens, top] = [64, 512, 8, 3, 2];
+  const bytes = rows * rowBytes(info, cols);
+  const stride = Math.ceil(bytes / 4096) * 4096;
+  const c = libc();
+  const size = BigInt(stride * experts);
+  const base = c.symbols.mmap(null, size, PROT_RW, MAP_PRIVATE_ANON, -1, 0n)!;
+  try {
+    const view = new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(base, stride * experts));
+    const rng = new Rng(21);
+    for (let e = 0; e < experts; e++) {
+      view.set(randomBlocks(info, (rows * cols) / 256, rng), e * stride);
+    }
+    const chosen = [1, 4, 6];
+    for (let e = 0; e < experts; e++) {
+      if (chosen.includes(e)) continue;
+      const at = Deno.UnsafePointer.offset(base, e * stride)!;
+      assertEquals(c.symbols.mprotect(at, BigInt(stride), PROT_NONE), 0);
+    }
+    const ids = Float32Array.of(1, 4, 6, 1, 4, 6);
+    const x = randomF32(rng, tokens * cols);
+    const ref = new Float32Array(tokens * top * rows);
+    await everyPool((pool, what) => {
+      const y = new Float32Array(tokens * top * rows);
+      pool.matmulExperts(
+        [{ type: info.id, w: base, stride, rows, y }],
+        experts,
+        cols,
+        x,
+        tokens,
+        ids,
+        tokens,
+        top,
+      );
+      if (ref.every((v) => v === 0)) {
+        pool.matmulExpertsRef(
+          { type: info.id, w: base, stride, rows, y: ref },
+          experts,
+          cols,
+          x,
+          tokens,
+          ids,
+          tokens,
+          top,
+        );
+      }
+      assert(relError(y, ref) <= 0.05, `${what}: products of the chosen experts`);
+    });
+  } finally {
+    c.symbols.munmap(base, size);
+    c.close();
+  }
+});
