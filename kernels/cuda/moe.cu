@@ -3,8 +3,9 @@
  * round trip, so a decode step with experts is captured as a CUDA graph like any other):
  *
  * - moe_route: llama.cpp's softmax gating per row (kernels/cpu/moe.c's nk_moe_route):
- *   softmax, the k best experts in the order of ggml's argsort (libstdc++'s std::sort,
- *   moe_sort.cuh), their weights renormalised. ids are written as floats.
+ *   softmax (its sum in double, over the block), the k best experts in the order of
+ *   ggml's argsort (libstdc++'s std::sort, moe_sort.cuh, where ties make it matter), their
+ *   weights renormalised. ids are written as floats.
  * - moe_group: the (token, slot) rows grouped by the expert they chose, in slot order.
  * - mmvq_e_* / mmv_e_* / mmv_any_e: the experts' products, one grid row of blocks per
  *   chosen expert: its weights stream once for all the rows that chose it, NT rows at a
@@ -18,29 +19,71 @@
 #define MOE_THREADS 128
 #define WEIGHT_SUM_FLOOR 6.103515625e-5f
 
-/* Grid (n_rows), one thread: a few hundred operations per row. */
-extern "C" __global__ void moe_route(float *ids, float *weights, const float *logits, int n_rows,
-                                     int n_experts, int k, int normalize) {
+/* Sum over a block of MOE_THREADS, in double; every thread gets the total. */
+__device__ __forceinline__ double block_sum_f64(double v, double *scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  double t = 0;
+  for (int w = 0; w < MOE_THREADS / 32; w++) t += scratch[w];
+  return t;
+}
+
+/*
+ * Grid (n_rows), MOE_THREADS threads, each for experts tid, tid + MOE_THREADS, ... . An
+ * expert's place in the descending order is the number of experts above it; only where
+ * two of the first k + 1 places hold equal values does std::sort's own order decide
+ * (moe_sort.cuh, one thread), as ggml's argsort leaves tied experts.
+ */
+extern "C" __global__ void __launch_bounds__(MOE_THREADS)
+    moe_route(float *ids, float *weights, const float *logits, int n_rows, int n_experts, int k,
+              int normalize) {
   __shared__ float p[MOE_MAX_EXPERTS];
   __shared__ int order[MOE_MAX_EXPERTS];
-  const int t = blockIdx.x;
-  if (t >= n_rows || threadIdx.x != 0) return;
+  __shared__ float maxes[MOE_THREADS / 32];
+  __shared__ double sums[MOE_THREADS / 32];
+  __shared__ int tied;
+  __shared__ float denom;
+  const int t = blockIdx.x, tid = threadIdx.x;
+  if (t >= n_rows) return;
   const float *l = logits + (size_t)t * n_experts;
   float max = NEG_INF;
-  for (int e = 0; e < n_experts; e++) max = max > l[e] ? max : l[e];
-  double sum = 0;
-  for (int e = 0; e < n_experts; e++) {
+  for (int e = tid; e < n_experts; e += MOE_THREADS) max = max > l[e] ? max : l[e];
+  max = warp_max(max);
+  if (tid == 0) tied = 0;
+  if ((tid & 31) == 0) maxes[tid >> 5] = max;
+  __syncthreads();
+  for (int w = 0; w < MOE_THREADS / 32; w++) max = max > maxes[w] ? max : maxes[w];
+  double part = 0;
+  for (int e = tid; e < n_experts; e += MOE_THREADS) {
     p[e] = expf(l[e] - max);
-    sum += (double)p[e];
+    part += (double)p[e];
   }
-  const float inv = (float)(1.0 / sum);
-  for (int e = 0; e < n_experts; e++) p[e] = __fmul_rn(p[e], inv);
-  moe_argsort_desc(order, n_experts, p);
-  double chosen = 0;
-  for (int j = 0; j < k; j++) chosen += (double)p[order[j]];
-  float denom = (float)chosen;
-  denom = denom < WEIGHT_SUM_FLOOR ? WEIGHT_SUM_FLOOR : denom;
-  for (int j = 0; j < k; j++) {
+  const float inv = (float)(1.0 / block_sum_f64(part, sums));
+  for (int e = tid; e < n_experts; e += MOE_THREADS) p[e] = __fmul_rn(p[e], inv);
+  __syncthreads();
+  for (int e = tid; e < n_experts; e += MOE_THREADS) {
+    int above = 0, same = 0;
+    for (int f = 0; f < n_experts; f++) {
+      above += p[f] > p[e];
+      same += f != e && p[f] == p[e];
+    }
+    if (above < k && same > 0) tied = 1;
+    if (above < k) order[above] = e;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    if (tied) moe_argsort_desc(order, n_experts, p);
+    double chosen = 0;
+    for (int j = 0; j < k; j++) chosen += (double)p[order[j]];
+    const float d = (float)chosen;
+    denom = d < WEIGHT_SUM_FLOOR ? WEIGHT_SUM_FLOOR : d;
+  }
+  __syncthreads();
+  for (int j = tid; j < k; j += MOE_THREADS) {
     ids[(size_t)t * k + j] = (float)order[j];
     weights[(size_t)t * k + j] = normalize ? __fdiv_rn(p[order[j]], denom) : p[order[j]];
   }

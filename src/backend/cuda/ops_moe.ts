@@ -91,7 +91,7 @@ export function recordRoute(
         `${logits.cols} logits (at most ${MAX_EXPERTS} experts)`,
     );
   }
-  ctx.runner.tape.launch(ctx.k("moe_route"), logits.rows, 1, 1, 1)
+  ctx.runner.tape.launch(ctx.k("moe_route"), logits.rows, 1, 1, THREADS)
     .p(ids.ptr).p(weights.ptr).p(logits.ptr).i(logits.rows).i(logits.cols).i(k)
     .i(normalize ? 1 : 0).end();
 }
