@@ -7,7 +7,7 @@
  * Expert FFNs are narrow (Qwen3-30B-A3B: 768 columns, three Q4_K blocks per row of its
  * down projections), so an even split would often cut a block: the columns go out in
  * whole blocks of the widest block any layer's down projection has, as evenly as they
- * divide (768 over two ranks: 512 and 256).
+ * divide (768 over two ranks: 256 and 512).
  */
 
 import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";

@@ -46,12 +46,12 @@ import {
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
 import {
-  checkCombine,
-  checkMatmulExperts,
-  checkRoute,
   CpuExperts,
   expertBytes,
   packedExperts,
+  recordCombine,
+  recordMatmulExperts,
+  recordRoute,
 } from "./cpu_experts.ts";
 import { StepKeys } from "./step_template.ts";
 import { WeightArena } from "./weight_arena.ts";
@@ -98,6 +98,10 @@ class CpuKvCache implements KvCache {
 
 function act(a: Activation): CpuActivation {
   return a as CpuActivation;
+}
+
+function pointerOf(a: Activation): Deno.PointerObject {
+  return act(a).pointer;
 }
 
 function weight(w: Weight): CpuWeight {
@@ -365,54 +369,15 @@ export class CpuBackend implements Backend, BandwidthProbe {
   }
 
   routeExperts(ids: Activation, weights: Activation, logits: Activation, normalize: boolean): void {
-    checkRoute(ids, weights, logits);
-    const l = act(logits);
-    this.pool.queue.moeRoute(
-      l.pointer,
-      l.rows,
-      l.cols,
-      ids.cols,
-      normalize,
-      act(ids).pointer,
-      act(weights).pointer,
-    );
+    recordRoute(this.pool.queue, pointerOf, ids, weights, logits, normalize);
   }
 
   matmulExperts(outs: Activation[], ws: ExpertWeight[], x: Activation, ids: Activation): void {
-    const experts = checkMatmulExperts(outs, ws, x, ids);
-    const mats = ws.map((w, m) => {
-      const e = w as CpuExperts;
-      return {
-        type: e.type.id,
-        w: e.pointer,
-        stride: e.stride,
-        rows: e.rows,
-        y: act(outs[m]).pointer,
-      };
-    });
-    const a = act(x);
-    this.pool.queue.matmulExperts(
-      mats,
-      experts,
-      a.cols,
-      a.pointer,
-      a.rows,
-      act(ids).pointer,
-      ids.rows,
-      ids.cols,
-    );
+    recordMatmulExperts(this.pool.queue, pointerOf, outs, ws, x, ids);
   }
 
   combineExperts(out: Activation, experts: Activation, weights: Activation): void {
-    checkCombine(out, experts, weights);
-    this.pool.queue.moeCombine(
-      act(out).pointer,
-      act(experts).pointer,
-      act(weights).pointer,
-      out.rows,
-      weights.cols,
-      out.cols,
-    );
+    recordCombine(this.pool.queue, pointerOf, out, experts, weights);
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {

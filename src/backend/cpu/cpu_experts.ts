@@ -1,13 +1,17 @@
 /**
  * Expert stacks on the CPU backend: in place in the mapped GGUF (each expert at its stride,
  * a rank's slice of rows included), or copied into the weight arena with the experts
- * packed one after another; and the checks that tie the expert ops' activations together
- * before they are recorded.
+ * packed one after another; and the expert ops recorded in the op list once their
+ * activations are checked to fit together.
  */
 
 import type { Activation, ExpertSource, ExpertWeight } from "../backend.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import { CpuKernelError } from "./errors.ts";
+import type { OpList } from "./op_list.ts";
+
+/** An activation's native address. */
+type PointerOf = (a: Activation) => Deno.PointerObject;
 
 export class CpuExperts implements ExpertWeight {
   constructor(
@@ -55,8 +59,15 @@ function fail(op: string, what: string): never {
   throw new CpuKernelError("cpu_kernel_invalid", `${op}: ${what}`);
 }
 
-/** routeExperts's shapes: a row of ids and weights per row of logits, k of each. */
-export function checkRoute(ids: Activation, weights: Activation, logits: Activation): void {
+/** Records routeExperts (shapes checked: a row of ids and weights per row of logits). */
+export function recordRoute(
+  queue: OpList,
+  at: PointerOf,
+  ids: Activation,
+  weights: Activation,
+  logits: Activation,
+  normalize: boolean,
+): void {
   if (ids.rows !== logits.rows || weights.rows !== logits.rows || weights.cols !== ids.cols) {
     fail(
       "routeExperts",
@@ -64,15 +75,18 @@ export function checkRoute(ids: Activation, weights: Activation, logits: Activat
         `${logits.rows} rows of logits`,
     );
   }
+  queue.moeRoute(at(logits), logits.rows, logits.cols, ids.cols, normalize, at(ids), at(weights));
 }
 
-/** matmulExperts's shapes; returns the experts per stack. */
-export function checkMatmulExperts(
+/** Records matmulExperts, its shapes checked. */
+export function recordMatmulExperts(
+  queue: OpList,
+  at: PointerOf,
   outs: Activation[],
   ws: ExpertWeight[],
   x: Activation,
   ids: Activation,
-): number {
+): void {
   const k = ids.cols;
   if (outs.length !== ws.length || ws.length === 0) {
     fail("matmulExperts", `${outs.length} outputs for ${ws.length} expert stacks`);
@@ -89,11 +103,21 @@ export function checkMatmulExperts(
   if (x.rows !== ids.rows && x.rows !== ids.rows * k) {
     fail("matmulExperts", `x has ${x.rows} rows for ${ids.rows} tokens of ${k} experts`);
   }
-  return experts;
+  const mats = ws.map((w, m) => {
+    const e = w as CpuExperts;
+    return { type: e.type.id, w: e.pointer, stride: e.stride, rows: e.rows, y: at(outs[m]) };
+  });
+  queue.matmulExperts(mats, experts, x.cols, at(x), x.rows, at(ids), ids.rows, k);
 }
 
-/** combineExperts's shapes. */
-export function checkCombine(out: Activation, experts: Activation, weights: Activation): void {
+/** Records combineExperts, its shapes checked. */
+export function recordCombine(
+  queue: OpList,
+  at: PointerOf,
+  out: Activation,
+  experts: Activation,
+  weights: Activation,
+): void {
   if (
     weights.rows !== out.rows || experts.rows !== out.rows * weights.cols ||
     experts.cols !== out.cols
@@ -104,4 +128,5 @@ export function checkCombine(out: Activation, experts: Activation, weights: Acti
         `into ${out.rows}x${out.cols}`,
     );
   }
+  queue.moeCombine(at(out), at(experts), at(weights), out.rows, weights.cols, out.cols);
 }
