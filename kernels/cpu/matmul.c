@@ -42,33 +42,44 @@ int64_t nk_fpanel_bytes(int32_t panel_rows, int64_t cols) {
 
 /* Token t's activations into mm->act: per 256 when act has the per-256 fields (every
  * matrix of the call a K-quant), per 32 otherwise. */
-static void quantize_token(const mm_task *a, int64_t t) {
-  const nk_mm *mm = &a->mm[0];
+static void quantize_token(const nk_isa_ops *ops, const nk_mm *mm, int64_t t) {
   const int64_t kp = mm->kp;
   if (mm->act.dk) {
-    a->ops->quantize_act_k(mm->x + t * mm->cols, mm->cols, &mm->act, t);
+    ops->quantize_act_k(mm->x + t * mm->cols, mm->cols, &mm->act, t);
     return;
   }
-  a->ops->quantize_act(mm->x + t * mm->cols, mm->cols, kp, mm->act.q + t * kp,
-                       mm->act.d16 + t * (kp / 16), mm->act.s16 + t * (kp / 16),
-                       mm->act.d32 + t * (kp / 32), mm->act.s32 + t * (kp / 32));
+  ops->quantize_act(mm->x + t * mm->cols, mm->cols, kp, mm->act.q + t * kp,
+                    mm->act.d16 + t * (kp / 16), mm->act.s16 + t * (kp / 16),
+                    mm->act.d32 + t * (kp / 32), mm->act.s32 + t * (kp / 32));
 }
+
+typedef struct {
+  nk_pool *pool;
+  const nk_isa_ops *ops;
+  const nk_mm *mm;
+} quantize_args;
 
 static void quantize_task(void *arg, int32_t ith, int32_t nth) {
   (void)ith;
   (void)nth;
-  mm_task *a = arg;
-  for (int64_t t = nk_pool_next(a->pool); t < a->mm[0].n_tokens; t = nk_pool_next(a->pool)) {
-    quantize_token(a, t);
+  const quantize_args *a = arg;
+  for (int64_t t = nk_pool_next(a->pool); t < a->mm->n_tokens; t = nk_pool_next(a->pool)) {
+    quantize_token(a->ops, a->mm, t);
   }
 }
 
-static void quantize(mm_task *a) {
-  if (a->mm[0].n_tokens > ROW_TOKENS) {
-    nk_pool_run(a->pool, quantize_task, a);
+void nk_mm_quantize(nk_pool *pool, const nk_mm *mm) {
+  const nk_isa_ops *ops = nk_pool_ops(pool);
+  if (mm->n_tokens > ROW_TOKENS) {
+    quantize_args a = {.pool = pool, .ops = ops, .mm = mm};
+    nk_pool_run(pool, quantize_task, &a);
     return;
   }
-  for (int64_t t = 0; t < a->mm[0].n_tokens; t++) quantize_token(a, t);
+  for (int64_t t = 0; t < mm->n_tokens; t++) quantize_token(ops, mm, t);
+}
+
+static void quantize(mm_task *a) {
+  nk_mm_quantize(a->pool, &a->mm[0]);
 }
 
 static int64_t item_rows(const nk_mm *mm) {
@@ -155,38 +166,63 @@ static void panels_task(void *arg, int32_t ith, int32_t nth) {
   }
 }
 
+int64_t nk_qact_bytes(int64_t n_tokens, int64_t kp, int per_256) {
+  const int64_t q_bytes = nk_round_up(n_tokens * kp, NK_ALIGN);
+  const int64_t f16_bytes = nk_round_up(n_tokens * (kp / 16) * 4, NK_ALIGN);
+  const int64_t f32_bytes = nk_round_up(n_tokens * (kp / 32) * 4, NK_ALIGN);
+  const int64_t dk_bytes = per_256 ? nk_round_up(n_tokens * (kp / 256) * 4, NK_ALIGN) : 0;
+  const int64_t bsum_bytes = per_256 ? nk_round_up(n_tokens * (kp / 16) * 2, NK_ALIGN) : 0;
+  const int64_t q4k_bytes = per_256 ? q_bytes : 0;
+  return q_bytes + 2 * f16_bytes + 2 * f32_bytes + dk_bytes + bsum_bytes + q4k_bytes;
+}
+
+void nk_qact_place(uint8_t *buf, int64_t n_tokens, int64_t kp, int per_256, nk_qact *act) {
+  const int64_t q_bytes = nk_round_up(n_tokens * kp, NK_ALIGN);
+  const int64_t f16_bytes = nk_round_up(n_tokens * (kp / 16) * 4, NK_ALIGN);
+  const int64_t f32_bytes = nk_round_up(n_tokens * (kp / 32) * 4, NK_ALIGN);
+  const int64_t dk_bytes = per_256 ? nk_round_up(n_tokens * (kp / 256) * 4, NK_ALIGN) : 0;
+  const int64_t bsum_bytes = per_256 ? nk_round_up(n_tokens * (kp / 16) * 2, NK_ALIGN) : 0;
+  act->kp = kp;
+  act->q = (int8_t *)buf;
+  buf += q_bytes;
+  act->d16 = (float *)buf;
+  act->s16 = (float *)(buf + f16_bytes);
+  buf += 2 * f16_bytes;
+  act->d32 = (float *)buf;
+  act->s32 = (float *)(buf + f32_bytes);
+  buf += 2 * f32_bytes;
+  act->dk = per_256 ? (float *)buf : NULL;
+  act->bsum = per_256 ? (int16_t *)(buf + dk_bytes) : NULL;
+  act->q4k = per_256 ? (int8_t *)(buf + dk_bytes + bsum_bytes) : NULL;
+}
+
+nk_qact nk_qact_from(const nk_qact *act, int64_t t0) {
+  const int64_t kp = act->kp;
+  nk_qact v = *act;
+  v.q += t0 * kp;
+  v.d16 += t0 * (kp / 16);
+  v.s16 += t0 * (kp / 16);
+  v.d32 += t0 * (kp / 32);
+  v.s32 += t0 * (kp / 32);
+  if (v.dk) {
+    v.dk += t0 * (kp / 256);
+    v.bsum += t0 * (kp / 16);
+    v.q4k += t0 * kp;
+  }
+  return v;
+}
+
 /* Lays the quantized activations out in the pool's shared buffer; with `per_256`, the
  * per-256 fields too (nk_qact). */
 static int32_t alloc_act(nk_pool *pool, nk_mm *mm, int per_256) {
-  const int64_t kp = mm->kp, n = mm->n_tokens;
-  const int64_t q_bytes = nk_round_up(n * kp, NK_ALIGN);
-  const int64_t f16_bytes = nk_round_up(n * (kp / 16) * 4, NK_ALIGN);
-  const int64_t f32_bytes = nk_round_up(n * (kp / 32) * 4, NK_ALIGN);
-  const int64_t dk_bytes = per_256 ? nk_round_up(n * (kp / 256) * 4, NK_ALIGN) : 0;
-  const int64_t bsum_bytes = per_256 ? nk_round_up(n * (kp / 16) * 2, NK_ALIGN) : 0;
-  const int64_t q4k_bytes = per_256 ? q_bytes : 0;
-  uint8_t *buf = nk_pool_shared(pool, q_bytes + 2 * f16_bytes + 2 * f32_bytes + dk_bytes +
-                                          bsum_bytes + q4k_bytes);
+  uint8_t *buf = nk_pool_shared(pool, nk_qact_bytes(mm->n_tokens, mm->kp, per_256));
   if (!buf) return NK_ENOMEM;
-  mm->act.kp = kp;
-  mm->act.q = (int8_t *)buf;
-  buf += q_bytes;
-  mm->act.d16 = (float *)buf;
-  mm->act.s16 = (float *)(buf + f16_bytes);
-  buf += 2 * f16_bytes;
-  mm->act.d32 = (float *)buf;
-  mm->act.s32 = (float *)(buf + f32_bytes);
-  buf += 2 * f32_bytes;
-  mm->act.dk = per_256 ? (float *)buf : NULL;
-  mm->act.bsum = per_256 ? (int16_t *)(buf + dk_bytes) : NULL;
-  mm->act.q4k = per_256 ? (int8_t *)(buf + dk_bytes + bsum_bytes) : NULL;
+  nk_qact_place(buf, mm->n_tokens, mm->kp, per_256, &mm->act);
   return NK_OK;
 }
 
-/* Quantizes x into mm[0].act (which every matrix shares): a few tokens on this thread,
- * more over the pool. */
-static int32_t setup(nk_mm *mm, int32_t type, const void *w, int64_t rows, int64_t cols,
-                     const float *x, int64_t n_tokens, float *y) {
+int32_t nk_mm_setup(nk_mm *mm, int32_t type, const void *w, int64_t rows, int64_t cols,
+                    const float *x, int64_t n_tokens, float *y) {
   const int64_t rb = nk_row_bytes(type, cols);
   if (rb < 0 || rows <= 0 || n_tokens <= 0 || !w || !x || !y) return NK_EINVAL;
   *mm = (nk_mm){.type = type,
@@ -218,7 +254,7 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
   int quant = 0, k_only = 1;
   int64_t scratch = 0;
   for (int32_t m = 0; m < n; m++) {
-    if (setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
+    if (nk_mm_setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
       return NK_EINVAL;
     nk_pool_prefetch_distances(pool, &a.mm[m]);
     quant |= a.mm[m].tr->quant;

@@ -164,6 +164,32 @@ NK_API int32_t nk_add_bias(nk_pool *pool, float *out, const float *a, const floa
 /* out = a * factor over n values. */
 NK_API int32_t nk_scale(nk_pool *pool, float *out, const float *a, float factor, int64_t n);
 
+/* Mixture-of-experts routing of n_rows rows of n_experts scores, as llama.cpp's softmax
+ * gating computes it: p = softmax(row) (f32, its sum in double), the k experts of highest p
+ * in the order of ggml's descending argsort (libstdc++'s std::sort), their p divided by
+ * their sum when `normalize` (clamped to at least 2^-14). ids[row][j] gets expert j's index
+ * as a float, weights[row][j] its weight. n_experts <= 512. */
+NK_API int32_t nk_moe_route(nk_pool *pool, const float *logits, int64_t n_rows, int64_t n_experts,
+                            int64_t k, int32_t normalize, float *ids, float *weights);
+/* For n (at most 8) stacks of n_experts matrices of one width (matrix m's expert e at
+ * ws[m] + e * strides[m] bytes, rows[m] x cols): ys[m][t*k + j] = W_m[ids[t][j]] times x
+ * row t (x_rows == n_tokens) or t*k + j (x_rows == n_tokens * k). The rows are grouped
+ * by expert, so each chosen expert's weights are read once per call. */
+NK_API int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types,
+                                 const void *const *ws, const int64_t *strides,
+                                 const int64_t *rows, int64_t n_experts, int64_t cols,
+                                 const float *x, int64_t x_rows, const float *ids,
+                                 int64_t n_tokens, int64_t k, float *const *ys);
+/* Same contract for one stack, plain C: nk_matmul_ref on each (token, slot) row. */
+NK_API int32_t nk_matmul_experts_ref(nk_pool *pool, int32_t type, const void *w, int64_t stride,
+                                     int64_t rows, int64_t n_experts, int64_t cols,
+                                     const float *x, int64_t x_rows, const float *ids,
+                                     int64_t n_tokens, int64_t k, float *y);
+/* out[t] = w[t][0] e[t*k] + w[t][1] e[t*k + 1] + ... over rows of cols: each product
+ * rounded to f32, then summed in slot order. */
+NK_API int32_t nk_moe_combine(nk_pool *pool, float *out, const float *experts,
+                              const float *weights, int64_t n_tokens, int64_t k, int64_t cols);
+
 /* Runs a list of ops recorded by the binding (layout in oplist.c) in order; stops at the
  * first that fails, returning its code with its index in *failed (those before it ran).
  * With `interrupt` set, it also stops before any op once *interrupt differs from `seen`

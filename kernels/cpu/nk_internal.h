@@ -183,6 +183,21 @@ typedef struct {
   int64_t line_ahead, page_ahead;
 } nk_mm;
 
+/* The product of W (`type`, rows x cols, read in place) with n_tokens rows of x into y;
+ * the activations' quantized form is left to the caller. NK_EINVAL when W's type or
+ * shape is not computable or an operand is missing. */
+int32_t nk_mm_setup(nk_mm *mm, int32_t type, const void *w, int64_t rows, int64_t cols,
+                    const float *x, int64_t n_tokens, float *y);
+/* Bytes of the quantized activations of n_tokens rows (kp values each), with the per-256
+ * fields or not, and their layout at buf. */
+int64_t nk_qact_bytes(int64_t n_tokens, int64_t kp, int per_256);
+void nk_qact_place(uint8_t *buf, int64_t n_tokens, int64_t kp, int per_256, nk_qact *act);
+/* The part of act from token t0 on. */
+nk_qact nk_qact_from(const nk_qact *act, int64_t t0);
+/* Quantizes every row of mm->x into mm->act: a few on the calling thread, more over the
+ * pool. */
+void nk_mm_quantize(nk_pool *pool, const nk_mm *mm);
+
 /* Below this many values an op runs on the calling thread only: waking the workers costs
  * more than a decode step's norms and adds. */
 #define PARALLEL_MIN 32768

@@ -28,12 +28,17 @@ enum {
   OP_GELU_MUL = 11,
   OP_ADD_BIAS = 12,
   OP_SCALE = 13,
+  OP_MOE_ROUTE = 14,
+  OP_MATMUL_EXPERTS = 15,
+  OP_MOE_COMBINE = 16,
 };
 
 #define HEADER 2
 #define MATMUL_FIXED 4
 #define MATMUL_PER 4
 #define MANY_MAX 8
+#define EXPERTS_FIXED 8
+#define EXPERTS_PER 5
 
 static int64_t i64(double d) {
   return (int64_t)d;
@@ -60,6 +65,25 @@ static int32_t run_matmul(nk_pool *pool, const double *a, int64_t words) {
   return nk_matmul_many(pool, (int32_t)n, types, ws, rows, i64(a[1]), ptr(a[2]), i64(a[3]), ys);
 }
 
+static int32_t run_matmul_experts(nk_pool *pool, const double *a, int64_t words) {
+  const int64_t n = i64(a[0]);
+  if (n < 1 || n > MANY_MAX || words != HEADER + EXPERTS_FIXED + n * EXPERTS_PER) return NK_EINVAL;
+  int32_t types[MANY_MAX];
+  const void *ws[MANY_MAX];
+  int64_t strides[MANY_MAX], rows[MANY_MAX];
+  float *ys[MANY_MAX];
+  for (int64_t m = 0; m < n; m++) {
+    const double *p = a + EXPERTS_FIXED + m * EXPERTS_PER;
+    types[m] = (int32_t)i64(p[0]);
+    ws[m] = ptr(p[1]);
+    strides[m] = i64(p[2]);
+    rows[m] = i64(p[3]);
+    ys[m] = ptr(p[4]);
+  }
+  return nk_matmul_experts(pool, (int32_t)n, types, ws, strides, rows, i64(a[1]), i64(a[2]),
+                           ptr(a[3]), i64(a[4]), ptr(a[5]), i64(a[6]), i64(a[7]), ys);
+}
+
 /* out[i] = a[rows[i]], rows of `cols` floats: the rows a step wants logits of. The binding
  * checks the row indices when it records the op. */
 static int32_t gather_rows(float *out, const float *a, int64_t cols, const int32_t *rows,
@@ -84,6 +108,8 @@ static int64_t fixed_words(int32_t code) {
     case OP_SCALE: return 4;
     case OP_GATHER_ROWS: return 5;
     case OP_ARGMAX_ROWS: return 4;
+    case OP_MOE_ROUTE: return 7;
+    case OP_MOE_COMBINE: return 6;
     default: return -1;
   }
 }
@@ -91,6 +117,7 @@ static int64_t fixed_words(int32_t code) {
 static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t words,
                       const int32_t *ints) {
   if (code == OP_MATMUL) return run_matmul(pool, a, words);
+  if (code == OP_MATMUL_EXPERTS) return run_matmul_experts(pool, a, words);
   if (words != HEADER + fixed_words(code)) return NK_EINVAL;
   switch (code) {
     case OP_GET_ROWS:
@@ -119,6 +146,11 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
     case OP_GATHER_ROWS:
       return gather_rows(ptr(a[0]), ptr(a[1]), i64(a[2]), ints + i64(a[3]), i64(a[4]));
     case OP_ARGMAX_ROWS: return nk_argmax_rows(pool, ptr(a[0]), i64(a[1]), i64(a[2]), ptr(a[3]));
+    case OP_MOE_ROUTE:
+      return nk_moe_route(pool, ptr(a[0]), i64(a[1]), i64(a[2]), i64(a[3]), (int32_t)i64(a[4]),
+                          ptr(a[5]), ptr(a[6]));
+    case OP_MOE_COMBINE:
+      return nk_moe_combine(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]), i64(a[4]), i64(a[5]));
     default: return NK_EINVAL;
   }
 }

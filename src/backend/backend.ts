@@ -43,6 +43,27 @@ export interface WeightSource {
   transient?: boolean;
 }
 
+/**
+ * A stack of `experts` matrices of one shape, `rows` x `cols` each: a GGUF 3-D tensor
+ * (ne = [cols, rows, experts]), the experts of a mixture-of-experts FFN.
+ */
+export interface ExpertWeight {
+  readonly name: string;
+  readonly type: GgmlTypeInfo;
+  readonly experts: number;
+  readonly rows: number;
+  readonly cols: number;
+}
+
+/**
+ * The bytes of an expert stack: `rows` rows of expert e start `expertStride` bytes after
+ * those of expert e - 1 (the expert's size, or more when `rows` is a slice of its rows).
+ */
+export interface ExpertSource extends WeightSource {
+  experts: number;
+  expertStride: number;
+}
+
 export type KvDType = "f32" | "f16";
 
 /** How a KV cache pool is laid out; its per-layer shape comes from the model. */
@@ -192,6 +213,9 @@ export interface Backend {
   /** Makes a GGUF tensor usable by the ops (in place on CPU, a copy on a GPU). */
   loadWeight(source: WeightSource): Weight;
 
+  /** Makes a GGUF stack of expert matrices usable by matmulExperts, as loadWeight does. */
+  loadExperts(source: ExpertSource): ExpertWeight;
+
   /** A new activation matrix (contents undefined). */
   activation(rows: number, cols: number): Activation;
 
@@ -270,6 +294,29 @@ export interface Backend {
 
   /** out = a + b, element-wise. `out` may be `a`. */
   add(out: Activation, a: Activation, b: Activation): void;
+
+  /**
+   * Mixture-of-experts routing as llama.cpp computes it (build_moe_ffn with softmax gating):
+   * each row of `logits` (one score per expert) becomes p = softmax(row); the k = ids.cols
+   * experts of highest p are chosen, in the order ggml's descending argsort leaves them
+   * (libstdc++'s std::sort, ties included); ids gets their indices (as f32 integers) and
+   * weights their p, divided by the sum of the k when `normalize` (the sum clamped to at
+   * least 2^-14). All in f32 but the softmax's sum, which is f64.
+   */
+  routeExperts(ids: Activation, weights: Activation, logits: Activation, normalize: boolean): void;
+
+  /**
+   * outs[m] row t·k + j = ws[m][ids[t][j]] · (x row t when x has a row per token, else x row
+   * t·k + j), for expert stacks of one width that read the same x (gate and up): each chosen
+   * expert's weights are read once for all the rows that chose it.
+   */
+  matmulExperts(outs: Activation[], ws: ExpertWeight[], x: Activation, ids: Activation): void;
+
+  /**
+   * out[t] = w[t][0]·e[t·k] + w[t][1]·e[t·k + 1] + ... in f32, products first, summed in
+   * that order (llama.cpp's): `experts` has k rows per row of `out`, `weights` k columns.
+   */
+  combineExperts(out: Activation, experts: Activation, weights: Activation): void;
 
   /** Copies rows of `a` into `out` (out[i] = a[rows[i]]): selects the rows that need logits. */
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void;

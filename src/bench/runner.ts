@@ -7,6 +7,7 @@
  */
 
 import { type Backend, kvCacheBytes, type Step } from "../backend/backend.ts";
+import { architecture, optionalNumber } from "../gguf/mod.ts";
 import type { GgufModel } from "../models/family.ts";
 import { ModelInstance } from "../models/instance.ts";
 
@@ -113,15 +114,19 @@ export class ModelBench {
 
   /**
    * Bytes a decode step reads: every weight once (the token embedding only as the tied
-   * output matrix, a lookup reads one row) plus the f16 K/V of `context` positions.
+   * output matrix, a lookup reads one row; of a stack of experts, the share a token is
+   * routed to) plus the f16 K/V of `context` positions.
    */
   bytesPerToken(context: number): number {
     const file = this.model.file;
     const tied = file.tensor("output.weight") === undefined;
+    const arch = architecture(file);
+    const count = optionalNumber(file, `${arch}.expert_count`) ?? 1;
+    const used = optionalNumber(file, `${arch}.expert_used_count`) ?? 1;
     let bytes = 0;
     for (const t of file.tensors) {
       if (t.name === "token_embd.weight" && !tied) continue;
-      bytes += t.nBytes;
+      bytes += t.ne.length === 3 && t.ne[2] === count ? (t.nBytes * used) / count : t.nBytes;
     }
     return bytes +
       kvCacheBytes({ ...this.model.shape, blockSize: 1, nBlocks: context, dtype: "f16" });

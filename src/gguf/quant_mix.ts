@@ -62,9 +62,13 @@ function useMoreBits(i: number, n: number): boolean {
   return i < eighth || i >= Math.floor((7 * n) / 8) || (i - eighth) % 3 === 2;
 }
 
-/** llama-quantize leaves 1-D tensors and norms in their original (f32) type. */
+/**
+ * llama-quantize leaves 1-D tensors, norms and mixture-of-experts routers in their original
+ * (f32) type.
+ */
 function isQuantizable(t: MixTensor): boolean {
-  return t.ne.length >= 2 && t.name.endsWith("weight") && !t.name.includes("_norm.weight");
+  return t.ne.length >= 2 && t.name.endsWith("weight") && !t.name.includes("_norm.weight") &&
+    !t.name.includes("ffn_gate_inp.weight");
 }
 
 function block(id: number): number {

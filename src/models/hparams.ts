@@ -24,6 +24,16 @@ export interface DecoderHparams {
   ropeFreqScale: number;
   rmsEps: number;
   tiedOutput: boolean;
+  /** A mixture-of-experts FFN (moe_hparams.ts); nFf is then one expert's width. */
+  experts?: ExpertHparams;
+}
+
+/** The routed experts of a mixture-of-experts FFN. */
+export interface ExpertHparams {
+  /** Experts per layer. */
+  count: number;
+  /** Experts each token is routed to. */
+  used: number;
 }
 
 /** Reads the keys of one architecture (`<arch>.<name>`), checked. */
@@ -88,8 +98,15 @@ function ropeFreqScale(keys: ArchKeys): number {
   return 1 / checkPositive(keys.key("rope.scaling.factor"), factor);
 }
 
-/** The hyperparameters of a decoder whose metadata keys start with `architecture`. */
-export function readDecoderHparams(file: GgufFile, architecture: string): DecoderHparams {
+/**
+ * The hyperparameters of a decoder whose metadata keys start with `architecture`. A model
+ * with experts is refused unless the family reads them (`experts`).
+ */
+export function readDecoderHparams(
+  file: GgufFile,
+  architecture: string,
+  experts = false,
+): DecoderHparams {
   const keys = new ArchKeys(file, architecture);
   const nEmbd = keys.count("embedding_length");
   const nHeads = keys.count("attention.head_count");
@@ -106,7 +123,7 @@ export function readDecoderHparams(file: GgufFile, architecture: string): Decode
         "head is not supported",
     );
   }
-  if (keys.countOr("expert_count", 1) > 1) {
+  if (!experts && keys.countOr("expert_count", 1) > 1) {
     throw new ModelError(
       "unsupported_architecture",
       `${architecture} with ${keys.key("expert_count")} experts (mixture of experts) is not ` +

@@ -167,7 +167,7 @@ function modelKv(hp: Qwen3Hparams, quant: FileType, name: string): Array<[string
 }
 
 /** The `tokenizer.*` entries of `path`, which must describe exactly `vocab` tokens. */
-function copiedVocab(path: string, vocab: number): Array<[string, GgufKv]> {
+export function copiedVocab(path: string, vocab: number): Array<[string, GgufKv]> {
   const file = openGguf(path);
   try {
     const tokens = optionalArray(file, "tokenizer.ggml.tokens");
@@ -184,7 +184,7 @@ function copiedVocab(path: string, vocab: number): Array<[string, GgufKv]> {
 }
 
 /** Streams random data for one tensor in chunks of about 4 MiB. */
-function randomTensor(t: Qwen3TensorPlan, rng: Rng): GgufTensorSpec["data"] {
+export function randomTensor(t: Qwen3TensorPlan, rng: Rng): GgufTensorSpec["data"] {
   return (write) => {
     const nElements = t.ne.reduce((a, b) => a * b, 1);
     if (t.isNorm) {

@@ -10,8 +10,9 @@ import { GEMMA3 } from "./gemma3.ts";
 import { LLAMA } from "./llama.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
+import { QWEN3MOE } from "./qwen3moe.ts";
 
-const FAMILIES: readonly ModelFamily[] = [QWEN3, QWEN2, LLAMA, GEMMA3];
+const FAMILIES: readonly ModelFamily[] = [QWEN3, QWEN2, LLAMA, GEMMA3, QWEN3MOE];
 
 /** The architectures some family reads. */
 export const ARCHITECTURES: readonly string[] = FAMILIES.map((f) => f.architecture);

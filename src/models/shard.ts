@@ -16,6 +16,7 @@
 import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
 import { rowBytes } from "../gguf/types.ts";
 import { ShardError } from "./errors.ts";
+import { expertFfSpan, type FfSpan } from "./expert_shard.ts";
 import type { DecoderHparams } from "./hparams.ts";
 
 /** The counts one rank holds. */
@@ -23,6 +24,8 @@ export interface ShardDims {
   nHeads: number;
   nKvHeads: number;
   nFf: number;
+  /** Routed experts: the columns of each expert this rank holds (expert_shard.ts). */
+  ffSpan?: FfSpan;
 }
 
 /** One rank's part of a tensor: its output rows, or its input columns. */
@@ -32,27 +35,32 @@ export interface TensorSplit {
   parts: number;
 }
 
-/** The tensors split by input columns, whose split must keep quantization blocks whole. */
+/**
+ * The tensors split by input columns, whose split must keep quantization blocks whole
+ * (routed experts' down projections: expert_shard.ts).
+ */
 function columnSplitTensors(hp: DecoderHparams): Array<{ name: string; cols: number }> {
   return Array.from({ length: hp.nLayers }, (_, i) => [
     { name: `blk.${i}.attn_output.weight`, cols: hp.nHeads * hp.headDim },
-    { name: `blk.${i}.ffn_down.weight`, cols: hp.nFf },
+    ...(hp.experts ? [] : [{ name: `blk.${i}.ffn_down.weight`, cols: hp.nFf }]),
   ]).flat();
 }
 
 /**
- * The per-rank counts of splitting `hp` over `size` ranks, after checking that heads, KV
- * heads and FFN columns divide evenly and that every column split keeps whole blocks.
+ * The counts rank `rank` holds when `hp` is split over `size` ranks, after checking that
+ * heads, KV heads and FFN columns divide evenly and that every column split keeps whole
+ * blocks.
  */
-export function shardDims(file: GgufFile, hp: DecoderHparams, size: number): ShardDims {
+export function shardDims(file: GgufFile, hp: DecoderHparams, size: number, rank = 0): ShardDims {
   if (!Number.isInteger(size) || size < 1) {
     throw new ShardError(`tensor_parallel must be a positive integer, got ${size}`);
   }
-  if (size === 1) return { nHeads: hp.nHeads, nKvHeads: hp.nKvHeads, nFf: hp.nFf };
+  const ffSpan = hp.experts ? expertFfSpan(file, hp, size, rank) : undefined;
+  if (size === 1) return { nHeads: hp.nHeads, nKvHeads: hp.nKvHeads, nFf: hp.nFf, ffSpan };
   const counts: Array<[string, number]> = [
     ["attention heads", hp.nHeads],
     ["KV heads", hp.nKvHeads],
-    ["FFN columns", hp.nFf],
+    ...(hp.experts ? [] : [["FFN columns", hp.nFf] as [string, number]]),
   ];
   for (const [what, n] of counts) {
     if (n % size !== 0) {
@@ -72,7 +80,8 @@ export function shardDims(file: GgufFile, hp: DecoderHparams, size: number): Sha
       );
     }
   }
-  return { nHeads: hp.nHeads / size, nKvHeads: hp.nKvHeads / size, nFf: hp.nFf / size };
+  const nFf = ffSpan?.count ?? hp.nFf / size;
+  return { nHeads: hp.nHeads / size, nKvHeads: hp.nKvHeads / size, nFf, ffSpan };
 }
 
 export interface SliceSource {

@@ -3,10 +3,11 @@
  * whole tensor, or under tensor parallelism this rank's rows or columns of it (shard.ts).
  */
 
-import type { Backend, Weight } from "../backend/backend.ts";
+import type { Backend, ExpertWeight, Weight } from "../backend/backend.ts";
 import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
 import { ModelError, ShardError } from "./errors.ts";
 import { type ModelShard, WHOLE_MODEL } from "./family.ts";
+import { sliceExperts } from "./expert_shard.ts";
 import type { DecoderHparams } from "./hparams.ts";
 import { type ShardDims, shardDims, sliceTensor, type TensorSplit } from "./shard.ts";
 
@@ -25,7 +26,7 @@ export class WeightLoader {
     readonly backend: Backend,
     readonly shard: ModelShard = WHOLE_MODEL,
   ) {
-    this.local = shardDims(file, hp, shard.size);
+    this.local = shardDims(file, hp, shard.size, shard.rank);
     if (!(Number.isInteger(shard.rank) && shard.rank >= 0 && shard.rank < shard.size)) {
       throw new ShardError(`rank ${shard.rank} is not one of the ${shard.size} ranks`);
     }
@@ -65,6 +66,42 @@ export class WeightLoader {
     }
     const part = sliceTensor(this.file, t, rows, cols, split);
     return this.backend.loadWeight({ name, type: t.type, ...part });
+  }
+
+  /**
+   * Binds the stack of `experts` matrices `name` (`cols` x `rows` each) after checking its
+   * shape: whole, or this rank's FFN columns of every expert (`split` by rows: gate, up; by
+   * columns: down).
+   */
+  experts(
+    name: string,
+    cols: number,
+    rows: number,
+    experts: number,
+    split?: TensorSplit,
+  ): ExpertWeight {
+    const t: GgufTensorInfo = this.file.requireTensor(name);
+    if (t.ne[0] !== cols || t.ne[1] !== rows || t.ne[2] !== experts || t.ne.length !== 3) {
+      throw new ModelError(
+        "bad_tensor_shape",
+        `tensor '${name}' has shape [${t.ne.join(", ")}], expected [${cols}, ${rows}, ${experts}]`,
+      );
+    }
+    const span = this.local.ffSpan;
+    if (split === undefined || split.parts === 1 || span === undefined) {
+      return this.backend.loadExperts({
+        name,
+        type: t.type,
+        experts,
+        rows,
+        cols,
+        bytes: this.file.data(t),
+        pointer: this.file.pointer(t),
+        expertStride: this.file.data(t).byteLength / experts,
+      });
+    }
+    const part = sliceExperts(this.file, t, experts, rows, cols, { ...split, span });
+    return this.backend.loadExperts({ name, type: t.type, experts, ...part });
   }
 
   /** A vector of `n` values split like the rows of the matrix it goes with (a bias). */

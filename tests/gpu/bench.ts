@@ -9,6 +9,9 @@
  *   deno run -A tests/gpu/bench.ts [--quick] [--json FILE]
  *
  * --quick: a small synthetic shape and few tokens (a dry run of the script itself).
+ * --moe: also qwen3-30b-a3b Q4_K_M (an 18.6 GB synthetic file, written on first use in
+ * about three minutes): a decode step reads the dense weights and 8 of each layer's 128
+ * experts, ~1.9 GB, so an H200's 4.8 TB/s bounds it near 2,500 tokens/s.
  * NEURON_TEST_LIBCUDA / NEURON_TEST_LIBCUBLAS as for the GPU tests.
  */
 
@@ -16,7 +19,7 @@ import { parseArgs } from "node:util";
 import { createCudaBackend } from "../../src/backend/cuda/mod.ts";
 import type { CudaBackend } from "../../src/backend/cuda/mod.ts";
 import type { KvCache, StepLayout } from "../../src/backend/backend.ts";
-import { openGguf } from "../../src/gguf/mod.ts";
+import { openGguf, optionalNumber } from "../../src/gguf/mod.ts";
 import type { GgufModel, Model } from "../../src/models/family.ts";
 import { readModel } from "../../src/models/registry.ts";
 import { syntheticModel } from "../../src/bench/synthetic.ts";
@@ -50,7 +53,7 @@ interface Result {
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { quick: { type: "boolean" }, json: { type: "string" } },
+  options: { quick: { type: "boolean" }, moe: { type: "boolean" }, json: { type: "string" } },
 });
 const quick = values.quick ?? false;
 const PP = quick ? 32 : 512;
@@ -72,6 +75,9 @@ const CASES: Case[] = quick
   : [
     { label: "qwen3-0.6b Q8_0", path: () => syntheticModel("qwen3-0.6b", "q8_0") },
     { label: "qwen3-8b Q4_K_M", path: () => syntheticModel("qwen3-8b", "q4_k_m") },
+    ...(values.moe
+      ? [{ label: "qwen3-30b-a3b Q4_K_M", path: () => syntheticModel("qwen3-30b-a3b", "q4_k_m") }]
+      : []),
   ];
 
 class Runner {
@@ -146,8 +152,13 @@ function run(c: Case): Result {
     const bandwidth = be.bandwidthGBs();
     const hp = gguf.shape;
     const tied = file.tensor("output.weight") === undefined;
+    // Of a stack of experts a token reads the share it is routed to.
+    const share = (optionalNumber(file, "qwen3moe.expert_used_count") ?? 1) /
+      (optionalNumber(file, "qwen3moe.expert_count") ?? 1);
     const weights = file.tensors.reduce(
-      (a, t) => a + (t.name === "token_embd.weight" && !tied ? 0 : t.nBytes),
+      (a, t) =>
+        a +
+        (t.name === "token_embd.weight" && !tied ? 0 : t.nBytes * (t.ne.length === 3 ? share : 1)),
       0,
     );
     const bytesPerToken = weights + 2 * hp.nLayers * hp.nKvHeads * hp.headDim * 2 * (TG / 2);

@@ -13,6 +13,7 @@
 #   SUITE=golden only the fixture goldens, no bench (follow-up calls with more fixtures)
 #   QUICK=1      one prompt per fixture and a small bench (dry runs on the emulator)
 #   SANITIZE=1   also run the kernel tests under compute-sanitizer (memcheck)
+#   MOE=1        the bench adds qwen3-30b-a3b Q4_K_M (writes an 18.6 GB synthetic file first)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export NO_COLOR=1
@@ -81,6 +82,7 @@ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,driver_vers
 
 export XDG_CACHE_HOME=$PWD/$W/cache
 if [ "${QUICK:-0}" = 1 ]; then export NEURON_TEST_QUICK=1; BENCH_ARGS=--quick; else BENCH_ARGS=; fi
+if [ "${MOE:-0}" = 1 ]; then BENCH_ARGS="$BENCH_ARGS --moe"; fi
 
 if [ "${SUITE:-all}" = golden ]; then tests=tests/gpu/golden_test.ts; else tests=tests/gpu/; fi
 "$DENO" test -A --unstable-no-legacy-abort $CACHED $tests 2>&1 | tee "$out/test_gpu.log"

@@ -20,6 +20,7 @@ const DEBIAN_PACKAGE: Record<string, string> = {
   "systemd-analyze": "systemd",
   "systemd-sysusers": "systemd",
   [PYYAML]: "python3-yaml",
+  "g++": "g++",
 };
 
 const FEDORA_PACKAGE: Record<string, string> = {
@@ -28,6 +29,7 @@ const FEDORA_PACKAGE: Record<string, string> = {
   cpio: "cpio",
   systemd: "systemd",
   "python3-yaml": "python3-pyyaml",
+  "g++": "gcc-c++",
 };
 
 function executable(path: string): boolean {

@@ -15,6 +15,8 @@ import {
   type Backend,
   type BandwidthProbe,
   type Collective,
+  type ExpertSource,
+  type ExpertWeight,
   type KvCache,
   kvCacheBytes,
   type KvCacheSpec,
@@ -43,6 +45,14 @@ import {
   ROPE_NORM,
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
+import {
+  CpuExperts,
+  expertBytes,
+  packedExperts,
+  recordCombine,
+  recordMatmulExperts,
+  recordRoute,
+} from "./cpu_experts.ts";
 import { StepKeys } from "./step_template.ts";
 import { WeightArena } from "./weight_arena.ts";
 
@@ -88,6 +98,10 @@ class CpuKvCache implements KvCache {
 
 function act(a: Activation): CpuActivation {
   return a as CpuActivation;
+}
+
+function pointerOf(a: Activation): Deno.PointerObject {
+  return act(a).pointer;
 }
 
 function weight(w: Weight): CpuWeight {
@@ -157,6 +171,16 @@ export class CpuBackend implements Backend, BandwidthProbe {
     }
     const pointer = inPlace ? source.pointer : this.#weights.place(source.bytes.subarray(0, bytes));
     return new CpuWeight(source.name, source.type, source.rows, source.cols, pointer);
+  }
+
+  loadExperts(source: ExpertSource): ExpertWeight {
+    const bytes = expertBytes(source, this.kernels.rowBytes(source.type.id, source.cols));
+    const { name, type, experts, rows, cols } = source;
+    if (this.#mmap && !source.transient) {
+      return new CpuExperts(name, type, experts, rows, cols, source.pointer, source.expertStride);
+    }
+    const pointer = this.#weights.place(packedExperts(source, bytes));
+    return new CpuExperts(name, type, experts, rows, cols, pointer, bytes);
   }
 
   activation(rows: number, cols: number): Activation {
@@ -342,6 +366,18 @@ export class CpuBackend implements Backend, BandwidthProbe {
       throw new CpuKernelError("cpu_kernel_invalid", `${op}: ${v.name} is ${v.type.name}, not F32`);
     }
     return v.pointer;
+  }
+
+  routeExperts(ids: Activation, weights: Activation, logits: Activation, normalize: boolean): void {
+    recordRoute(this.pool.queue, pointerOf, ids, weights, logits, normalize);
+  }
+
+  matmulExperts(outs: Activation[], ws: ExpertWeight[], x: Activation, ids: Activation): void {
+    recordMatmulExperts(this.pool.queue, pointerOf, outs, ws, x, ids);
+  }
+
+  combineExperts(out: Activation, experts: Activation, weights: Activation): void {
+    recordCombine(this.pool.queue, pointerOf, out, experts, weights);
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {

@@ -11,7 +11,8 @@ import { checkDims, matmulOperands } from "./checks.ts";
 import { CpuKernelError } from "./errors.ts";
 import { checkSequences, type KvLayout, kvLayoutBytes, type KvSequence } from "./kv_layout.ts";
 import type { Operand } from "./native_buffer.ts";
-import { address, OpRecord } from "./op_record.ts";
+import { MoeOps } from "./op_list_moe.ts";
+import { address } from "./op_record.ts";
 
 /** Matrices one matmulMany call takes (NK_MANY_MAX in the library). */
 export const MATMUL_MANY_MAX = 8;
@@ -43,7 +44,7 @@ function checkRows(rows: Int32Array, aRows: number): void {
   }
 }
 
-export class OpList extends OpRecord {
+export class OpList extends MoeOps {
   /** out[i] = row ids[i] of a [nRows][cols] table of `type`, as f32 (embedding lookup). */
   getRows(
     type: number,

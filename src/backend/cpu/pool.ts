@@ -8,7 +8,7 @@
 import { checkDims } from "./checks.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
 import type { CpuSymbols } from "./library.ts";
-import type { Operand } from "./native_buffer.ts";
+import { type Operand, operandPointer } from "./native_buffer.ts";
 import { matmulOperands } from "./checks.ts";
 import { OpList } from "./op_list.ts";
 
@@ -124,6 +124,57 @@ export class Pool {
         px,
         BigInt(nTokens),
         py,
+      ),
+    );
+  }
+
+  /** Immediate `OpList.moeRoute`. */
+  moeRoute(...a: Parameters<OpList["moeRoute"]>): void {
+    this.#now((q) => q.moeRoute(...a));
+  }
+
+  /** Immediate `OpList.matmulExperts`. */
+  matmulExperts(...a: Parameters<OpList["matmulExperts"]>): void {
+    this.#now((q) => q.matmulExperts(...a));
+  }
+
+  /** Immediate `OpList.moeCombine`. */
+  moeCombine(...a: Parameters<OpList["moeCombine"]>): void {
+    this.#now((q) => q.moeCombine(...a));
+  }
+
+  /** The reference of `matmulExperts` for one stack: nk_matmul_ref on every row. */
+  matmulExpertsRef(
+    m: { type: number; w: Operand; stride: number; rows: number; y: Operand },
+    nExperts: number,
+    cols: number,
+    x: Operand,
+    xRows: number,
+    ids: Operand,
+    nTokens: number,
+    k: number,
+  ): void {
+    const op = "matmulExpertsRef";
+    checkDims(op, { nExperts, cols, nTokens, k, rows: m.rows });
+    const rb = this.#queue.rowBytes(m.type, cols);
+    if (rb < 0) throw new CpuKernelError("cpu_kernel_invalid", `${op}: type ${m.type}`);
+    this.#queue.flush();
+    checkStatus(
+      op,
+      this.#sym.nk_matmul_experts_ref(
+        this.#p,
+        m.type,
+        operandPointer(op, "weights", m.w, (nExperts - 1) * m.stride + rb * m.rows),
+        BigInt(m.stride),
+        BigInt(m.rows),
+        BigInt(nExperts),
+        BigInt(cols),
+        operandPointer(op, "x", x, 4 * xRows * cols),
+        BigInt(xRows),
+        operandPointer(op, "ids", ids, 4 * nTokens * k),
+        BigInt(nTokens),
+        BigInt(k),
+        operandPointer(op, "y", m.y, 4 * nTokens * k * m.rows),
       ),
     );
   }

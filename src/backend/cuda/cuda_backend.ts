@@ -17,6 +17,8 @@ import type {
   BandwidthProbe,
   Collective,
   DeviceMemory,
+  ExpertSource,
+  ExpertWeight,
   KvCache,
   KvCacheSpec,
   RopeSpec,
@@ -33,6 +35,13 @@ import type { MemoryUsage } from "./memory.ts";
 import { recordAttention, recordStoreKv } from "./ops_attention.ts";
 import { launchBinary, operands, recordAddBias, recordScale } from "./ops_elementwise.ts";
 import { recordMatmul } from "./ops_matmul.ts";
+import {
+  asExperts,
+  recordCombine,
+  recordMatmulExperts,
+  recordRoute,
+  uploadExperts,
+} from "./ops_moe.ts";
 import { recordRope } from "./ops_rope.ts";
 import { fuseGateUp, noted, recordHeadNorm, recordRowNorm } from "./fusion.ts";
 import { asActivation, asCache, asWeight, CudaActivation } from "./resources.ts";
@@ -105,6 +114,10 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
 
   loadWeight(source: WeightSource): Weight {
     return uploadWeight(this.#live(), source);
+  }
+
+  loadExperts(source: ExpertSource): ExpertWeight {
+    return uploadExperts(this.#live(), source);
   }
 
   activation(rows: number, cols: number): Activation {
@@ -265,6 +278,31 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
 
   scale(out: Activation, a: Activation, factor: number): void {
     this.#wrote(recordScale(this.#live(), out, a, factor));
+  }
+
+  routeExperts(ids: Activation, weights: Activation, logits: Activation, normalize: boolean): void {
+    const [i, w] = [asActivation(ids, "routeExperts"), asActivation(weights, "routeExperts")];
+    recordRoute(this.#live(), i, w, asActivation(logits, "routeExperts"), normalize);
+    this.#wrote(i);
+    this.#wrote(w);
+  }
+
+  matmulExperts(outs: Activation[], ws: ExpertWeight[], x: Activation, ids: Activation): void {
+    const os = outs.map((o) => asActivation(o, "matmulExperts"));
+    const experts = ws.map((w) => asExperts(w, "matmulExperts"));
+    const xs = asActivation(x, "matmulExperts");
+    recordMatmulExperts(this.#live(), os, experts, xs, asActivation(ids, "matmulExperts"));
+    for (const o of os) this.#wrote(o);
+  }
+
+  combineExperts(out: Activation, experts: Activation, weights: Activation): void {
+    const o = asActivation(out, "combineExperts");
+    const [e, w] = [
+      asActivation(experts, "combineExperts"),
+      asActivation(weights, "combineExperts"),
+    ];
+    recordCombine(this.#live(), o, e, w);
+    this.#wrote(o);
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {

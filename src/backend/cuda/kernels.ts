@@ -30,6 +30,8 @@ const QUANT_TYPES = [
 const FLOAT_TYPES = ["f32", "f16", "bf16"];
 /** Token counts the mat-vec kernels are instantiated for. */
 export const MATVEC_TOKENS = [1, 4, 8] as const;
+/** Rows at a time the expert kernels (moe.cu) are instantiated for. */
+export const EXPERT_TOKENS = [1, 8] as const;
 
 function signatures(): Record<string, string> {
   const s: Record<string, string> = {
@@ -60,7 +62,15 @@ function signatures(): Record<string, string> {
     add_rms_norm: "pppppiif",
     add_rms_norm_q8: "pppppppiiif",
     rms_norm_rope: "ppppiiifffi",
+    moe_route: "pppiiii",
+    moe_group: "ppppiii",
+    moe_combine: "pppiii",
+    mmv_any_e: "ppiippppiiiii",
   };
+  for (const nt of EXPERT_TOKENS) {
+    for (const t of QUANT_TYPES) s[`mmvq_e_${t}_${nt}`] = "ppipppppiiiiiii";
+    for (const t of FLOAT_TYPES) s[`mmv_e_${t}_${nt}`] = "ppippppiiiiii";
+  }
   for (const nt of MATVEC_TOKENS) {
     for (const t of QUANT_TYPES) {
       s[`mmvq_${t}_${nt}`] = "ppppiiiiii";

@@ -36,7 +36,8 @@ export function ensureFits(ctx: CudaContext, bytes: number, what: string): void 
   }
 }
 
-function upload(ctx: CudaContext, bytes: number, src: Deno.PointerObject): number {
+/** Copies `bytes` at `src` into new weight memory on the device, and waits. */
+export function upload(ctx: CudaContext, bytes: number, src: Deno.PointerObject): number {
   const ptr = ctx.memory.alloc(bytes, "weights");
   try {
     const sym = ctx.driver.sym;

@@ -29,7 +29,10 @@ function same(a: DeviceRows, b: CudaActivation): boolean {
 }
 
 /** `x` quantized to q8_1 (cached until something writes x or the step ends). */
-function quantized(ctx: CudaContext, x: CudaActivation): { xq: number; xd: number; kp: number } {
+export function quantized(
+  ctx: CudaContext,
+  x: CudaActivation,
+): { xq: number; xd: number; kp: number } {
   const kp = paddedCols(x.cols);
   const xq = ctx.scratch("xq", x.rows * kp);
   const xd = ctx.scratch("xd", x.rows * (kp / 32) * 8);

@@ -6,11 +6,14 @@
 
 import { argmax } from "../../common/argmax.ts";
 import { dequantizeRow } from "../../gguf/dequant/mod.ts";
+import { rowBytes } from "../../gguf/types.ts";
 import {
   type Activation,
   type AttentionShape,
   type Backend,
   type Collective,
+  type ExpertSource,
+  type ExpertWeight,
   type KvCache,
   type KvCacheSpec,
   kvCopyProblem,
@@ -21,6 +24,7 @@ import {
   type WeightSource,
 } from "../backend.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
+import { combineToken, routeToken } from "./expert_routing.ts";
 
 class RefWeight implements Weight {
   constructor(
@@ -28,6 +32,18 @@ class RefWeight implements Weight {
     readonly type: GgmlTypeInfo,
     readonly rows: number,
     readonly cols: number,
+    readonly values: Float32Array,
+  ) {}
+}
+
+class RefExperts implements ExpertWeight {
+  constructor(
+    readonly name: string,
+    readonly type: GgmlTypeInfo,
+    readonly experts: number,
+    readonly rows: number,
+    readonly cols: number,
+    /** One expert's rows x cols after another. */
     readonly values: Float32Array,
   ) {}
 }
@@ -71,6 +87,22 @@ export class ReferenceBackend implements Backend {
     const values = new Float32Array(source.rows * source.cols);
     dequantizeRow(source.type, source.bytes, values);
     return new RefWeight(source.name, source.type, source.rows, source.cols, values);
+  }
+
+  loadExperts(source: ExpertSource): ExpertWeight {
+    const { experts, rows, cols, expertStride } = source;
+    const size = rows * cols;
+    const bytes = rows * rowBytes(source.type, cols);
+    const values = new Float32Array(experts * size);
+    for (let e = 0; e < experts; e++) {
+      const at = e * expertStride;
+      dequantizeRow(
+        source.type,
+        source.bytes.subarray(at, at + bytes),
+        values.subarray(e * size, (e + 1) * size),
+      );
+    }
+    return new RefExperts(source.name, source.type, experts, rows, cols, values);
   }
 
   activation(rows: number, cols: number): Activation {
@@ -262,6 +294,50 @@ export class ReferenceBackend implements Backend {
     const y = act(b).data;
     const o = act(out).data;
     for (let i = 0; i < x.length; i++) o[i] = x[i] + y[i];
+  }
+
+  routeExperts(ids: Activation, weights: Activation, logits: Activation, normalize: boolean): void {
+    const l = act(logits);
+    const k = ids.cols;
+    const chosen = new Int32Array(k);
+    for (let t = 0; t < l.rows; t++) {
+      const w = act(weights).data.subarray(t * k, (t + 1) * k);
+      routeToken(l.data.subarray(t * l.cols, (t + 1) * l.cols), normalize, chosen, w);
+      act(ids).data.set(chosen, t * k);
+    }
+  }
+
+  matmulExperts(outs: Activation[], ws: ExpertWeight[], x: Activation, ids: Activation): void {
+    const { rows: tokens, cols: k, data: chosen } = act(ids);
+    const xs = act(x);
+    const perSlot = xs.rows !== tokens;
+    ws.forEach((w, m) => {
+      const W = w as RefExperts;
+      const ys = act(outs[m]).data;
+      for (let s = 0; s < tokens * k; s++) {
+        const base = chosen[s] * W.rows * W.cols;
+        const xo = (perSlot ? s : Math.floor(s / k)) * W.cols;
+        for (let r = 0; r < W.rows; r++) {
+          let sum = 0;
+          const wo = base + r * W.cols;
+          for (let c = 0; c < W.cols; c++) sum += W.values[wo + c] * xs.data[xo + c];
+          ys[s * W.rows + r] = sum;
+        }
+      }
+    });
+  }
+
+  combineExperts(out: Activation, experts: Activation, weights: Activation): void {
+    const o = act(out);
+    const w = act(weights);
+    const k = w.cols;
+    for (let t = 0; t < o.rows; t++) {
+      combineToken(
+        o.data.subarray(t * o.cols, (t + 1) * o.cols),
+        act(experts).data.subarray(t * k * o.cols, (t + 1) * k * o.cols),
+        w.data.subarray(t * k, (t + 1) * k),
+      );
+    }
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {

@@ -100,6 +100,10 @@ inline int __float_as_int(float f) {
   return i;
 }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+/* Rounded f32 arithmetic that nvcc never fuses into an FMA (the host build has no FMA). */
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
 
 float emu_f16_to_f32(uint16_t h);
 uint16_t emu_f32_to_f16(float f);

@@ -1,0 +1,308 @@
+/*
+ * Mixture-of-experts kernels: routing (nk_moe_route), the experts' products
+ * (nk_matmul_experts) and their weighted sum (nk_moe_combine), in the order of
+ * operations of llama.cpp's build_moe_ffn on ggml's CPU ops.
+ *
+ * nk_matmul_experts groups the step's (token, slot) rows by the expert they chose, so each
+ * chosen expert's weights stream once per call however many rows chose it: a decode token
+ * reads k of the experts, a batch of many tokens each expert at most once. The rows of an
+ * expert are gathered into one block and go through the ordinary matrix-product kernels
+ * (matmul.c's activation quantization, the row-by-row kernels for a few rows, the packed
+ * panels for many), all experts' work in one pass of the pool; the results are scattered
+ * back to their (token, slot) rows.
+ */
+#include <math.h>
+
+#include "nk_internal.h"
+
+/* llama.cpp's LLAMA_MAX_EXPERTS. */
+#define MAX_EXPERTS 512
+/* llama.cpp's floor for the sum of the chosen experts' probabilities: 2^-14. */
+#define WEIGHT_SUM_FLOOR 6.103515625e-5f
+/* Matrices one nk_matmul_experts call takes (nk_matmul_many's NK_MANY_MAX). */
+#define MANY_MAX 8
+/* Bytes of weights per work item of the row-by-row path (matmul.c's ITEM_BYTES). */
+#define ITEM_BYTES 16384
+#define ROW_TOKENS 4
+
+void nk_argsort_desc(int32_t *idx, int64_t n, const float *p);
+
+int32_t nk_moe_route(nk_pool *pool, const float *logits, int64_t n_rows, int64_t n_experts,
+                     int64_t k, int32_t normalize, float *ids, float *weights) {
+  if (!pool || !logits || !ids || !weights || n_rows < 0 || n_experts < 1 ||
+      n_experts > MAX_EXPERTS || k < 1 || k > n_experts)
+    return NK_EINVAL;
+  float p[MAX_EXPERTS];
+  int32_t order[MAX_EXPERTS];
+  for (int64_t t = 0; t < n_rows; t++) {
+    const float *l = logits + t * n_experts;
+    /* ggml_soft_max_f32: the max, expf of each score less it, their sum in double, then
+     * each value times the float of 1/sum. */
+    float max = -INFINITY;
+    for (int64_t e = 0; e < n_experts; e++) max = max > l[e] ? max : l[e];
+    double sum = 0;
+    for (int64_t e = 0; e < n_experts; e++) {
+      p[e] = expf(l[e] - max);
+      sum += (double)p[e];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t e = 0; e < n_experts; e++) p[e] *= inv;
+    nk_argsort_desc(order, n_experts, p);
+    /* get_rows, then sum_rows (double, rounded to float), clamp and div. */
+    double chosen = 0;
+    for (int64_t j = 0; j < k; j++) chosen += (double)p[order[j]];
+    float denom = (float)chosen;
+    denom = denom < WEIGHT_SUM_FLOOR ? WEIGHT_SUM_FLOOR : denom;
+    for (int64_t j = 0; j < k; j++) {
+      ids[t * k + j] = (float)order[j];
+      weights[t * k + j] = normalize ? p[order[j]] / denom : p[order[j]];
+    }
+  }
+  return NK_OK;
+}
+
+typedef struct {
+  nk_pool *pool;
+  float *out;
+  const float *experts, *weights;
+  int64_t n_tokens, k, cols;
+} combine_task;
+
+/* out[t] = ((w0 e0 + w1 e1) + w2 e2) + ...: every product rounded to float before its sum,
+ * as ggml_mul then the chain of ggml_add compute it. This file is compiled without FMA,
+ * so the compiler cannot fuse a product into its sum. */
+static void combine_token(const combine_task *a, int64_t t) {
+  const int64_t cols = a->cols, k = a->k;
+  float *out = a->out + t * cols;
+  const float *w = a->weights + t * k;
+  const float *e = a->experts + t * k * cols;
+  for (int64_t c = 0; c < cols; c++) out[c] = w[0] * e[c];
+  for (int64_t j = 1; j < k; j++) {
+    const float wj = w[j];
+    const float *ej = e + j * cols;
+    for (int64_t c = 0; c < cols; c++) {
+      const float prod = wj * ej[c];
+      out[c] = out[c] + prod;
+    }
+  }
+}
+
+static void combine_run(void *arg, int32_t ith, int32_t nth) {
+  (void)ith;
+  (void)nth;
+  combine_task *a = arg;
+  for (int64_t t = nk_pool_next(a->pool); t < a->n_tokens; t = nk_pool_next(a->pool)) {
+    combine_token(a, t);
+  }
+}
+
+int32_t nk_moe_combine(nk_pool *pool, float *out, const float *experts, const float *weights,
+                       int64_t n_tokens, int64_t k, int64_t cols) {
+  if (!pool || !out || !experts || !weights || n_tokens < 0 || k < 1 || cols < 1)
+    return NK_EINVAL;
+  combine_task a = {pool, out, experts, weights, n_tokens, k, cols};
+  if (n_tokens * k * cols >= PARALLEL_MIN && n_tokens > 1) {
+    nk_pool_run(pool, combine_run, &a);
+  } else {
+    for (int64_t t = 0; t < n_tokens; t++) combine_token(&a, t);
+  }
+  return NK_OK;
+}
+
+/* One nk_matmul_experts call in flight: `jobs` are the (expert, matrix) products, each an
+ * nk_mm over the expert's gathered rows. */
+typedef struct {
+  nk_pool *pool;
+  const nk_isa_ops *ops;
+  nk_mm *jobs;
+  int64_t n_jobs;
+  /* Row path: job i owns items [first[i], first[i + 1]) of `per[i]` rows each; jobs on
+   * the panel path own none there. Panel path: job i owns panels [pfirst[i], pfirst[i+1]). */
+  int64_t *per, *first, *pfirst;
+} experts_task;
+
+/* The job of item `i` (searched from *m on: a thread's items mostly follow each other). */
+static int64_t job_of(const int64_t *first, int64_t n_jobs, int64_t i, int64_t *m) {
+  while (i < first[*m]) (*m)--;
+  while (*m < n_jobs - 1 && i >= first[*m + 1]) (*m)++;
+  return *m;
+}
+
+static void experts_rows(void *arg, int32_t ith, int32_t nth) {
+  (void)nth;
+  experts_task *a = arg;
+  const uint8_t *last = NULL;
+  int64_t m = 0;
+  for (int64_t i = nk_pool_claim(a->pool, ith); i >= 0; i = nk_pool_claim(a->pool, ith)) {
+    job_of(a->first, a->n_jobs, i, &m);
+    const nk_mm *mm = &a->jobs[m];
+    const int64_t r0 = (i - a->first[m]) * a->per[m];
+    const int64_t r1 = r0 + a->per[m] < mm->rows ? r0 + a->per[m] : mm->rows;
+    const uint8_t *p = mm->w + r0 * mm->row_bytes;
+    if (p != last) {
+      for (int64_t o = 0; o < mm->line_ahead; o += 64) __builtin_prefetch(p + o, 0, 3);
+    }
+    last = mm->w + r1 * mm->row_bytes;
+    for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += ROW_TOKENS) {
+      const int32_t nt = (int32_t)(mm->n_tokens - t0 < ROW_TOKENS ? mm->n_tokens - t0 : ROW_TOKENS);
+      if (mm->tr->quant) {
+        a->ops->qdot_rows(mm, r0, r1, t0, nt);
+      } else {
+        a->ops->fdot_rows(mm, r0, r1, t0, nt);
+      }
+    }
+  }
+}
+
+static void experts_panels(void *arg, int32_t ith, int32_t nth) {
+  (void)nth;
+  experts_task *a = arg;
+  const int32_t pr = a->ops->panel_rows;
+  void *scratch = nk_pool_scratch(a->pool, ith);
+  const int64_t total = a->pfirst[a->n_jobs];
+  int64_t m = 0;
+  for (int64_t i = nk_pool_next(a->pool); i < total; i = nk_pool_next(a->pool)) {
+    job_of(a->pfirst, a->n_jobs, i, &m);
+    const nk_mm *mm = &a->jobs[m];
+    const int64_t r0 = (i - a->pfirst[m]) * pr;
+    if (mm->tr->quant) {
+      a->ops->qgemm_panel(mm, r0, scratch);
+    } else {
+      a->ops->fgemm_panel(mm, r0, scratch);
+    }
+  }
+}
+
+/* Carves `bytes` (rounded to the alignment) from *at. */
+static void *carve(uint8_t **at, int64_t bytes) {
+  void *p = *at;
+  *at += nk_round_up(bytes, NK_ALIGN);
+  return p;
+}
+
+int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const void *const *ws,
+                          const int64_t *strides, const int64_t *rows, int64_t n_experts,
+                          int64_t cols, const float *x, int64_t x_rows, const float *ids,
+                          int64_t n_tokens, int64_t k, float *const *ys) {
+  if (!pool || n < 1 || n > MANY_MAX || !types || !ws || !strides || !rows || !x || !ids || !ys ||
+      n_experts < 1 || n_experts > MAX_EXPERTS || cols < 1 || n_tokens < 0 || k < 1 ||
+      (x_rows != n_tokens && x_rows != n_tokens * k))
+    return NK_EINVAL;
+  const int64_t slots = n_tokens * k;
+  int64_t count[MAX_EXPERTS + 1] = {0};
+  for (int64_t s = 0; s < slots; s++) {
+    const float id = ids[s];
+    if (!(id >= 0 && id < (float)n_experts) || id != (float)(int64_t)id) return NK_EINVAL;
+    count[(int64_t)id + 1]++;
+  }
+  nk_mm probe;
+  int per_256 = 1, quant = 0;
+  for (int32_t m = 0; m < n; m++) {
+    if (!ws[m] || !ys[m] || strides[m] < 0 ||
+        nk_mm_setup(&probe, types[m], ws[m], rows[m], cols, x, 1, ys[m]) != NK_OK)
+      return NK_EINVAL;
+    quant |= probe.tr->quant;
+    per_256 &= probe.tr->quant && probe.tr->block_size == 256;
+  }
+  if (slots == 0) return NK_OK;
+  int64_t active = 0;
+  for (int64_t e = 0; e < n_experts; e++) active += count[e + 1] > 0;
+  for (int64_t e = 0; e < n_experts; e++) count[e + 1] += count[e];
+
+  const nk_isa_ops *ops = nk_pool_ops(pool);
+  const int64_t kp = nk_round_up(cols, NK_CHUNK);
+  const int64_t n_jobs = active * n;
+  int64_t bytes = nk_round_up(slots * 4, NK_ALIGN) + nk_round_up(slots * cols * 4, NK_ALIGN) +
+                  nk_round_up(n_jobs * (int64_t)sizeof(nk_mm), NK_ALIGN) +
+                  3 * nk_round_up((n_jobs + 1) * 8, NK_ALIGN) +
+                  (quant ? nk_round_up(nk_qact_bytes(slots, kp, per_256), NK_ALIGN) : 0);
+  for (int32_t m = 0; m < n; m++) bytes += nk_round_up(slots * rows[m] * 4, NK_ALIGN);
+  uint8_t *at = nk_pool_shared(pool, bytes);
+  if (!at) return NK_ENOMEM;
+  int32_t *order = carve(&at, slots * 4);
+  float *gathered = carve(&at, slots * cols * 4);
+  float *results[MANY_MAX];
+  for (int32_t m = 0; m < n; m++) results[m] = carve(&at, slots * rows[m] * 4);
+  experts_task a = {.pool = pool, .ops = ops, .n_jobs = n_jobs};
+  a.jobs = carve(&at, n_jobs * (int64_t)sizeof(nk_mm));
+  a.per = carve(&at, (n_jobs + 1) * 8);
+  a.first = carve(&at, (n_jobs + 1) * 8);
+  a.pfirst = carve(&at, (n_jobs + 1) * 8);
+
+  /* Slots by expert (a stable counting sort), and their rows of x gathered in that order. */
+  int64_t next[MAX_EXPERTS];
+  memcpy(next, count, sizeof next);
+  for (int64_t s = 0; s < slots; s++) order[next[(int64_t)ids[s]]++] = (int32_t)s;
+  for (int64_t i = 0; i < slots; i++) {
+    const int64_t row = x_rows == slots ? order[i] : order[i] / k;
+    memcpy(gathered + i * cols, x + row * cols, (size_t)cols * 4);
+  }
+  nk_mm all;
+  nk_mm_setup(&all, types[0], ws[0], rows[0], cols, gathered, slots, results[0]);
+  if (quant) {
+    nk_qact_place(carve(&at, nk_qact_bytes(slots, kp, per_256)), slots, kp, per_256, &all.act);
+    nk_mm_quantize(pool, &all);
+  }
+
+  int packed_any = 0;
+  int64_t scratch = 0, j = 0;
+  a.first[0] = a.pfirst[0] = 0;
+  for (int64_t e = 0; e < n_experts; e++) {
+    const int64_t start = count[e], rows_e = count[e + 1] - count[e];
+    if (rows_e == 0) continue;
+    for (int32_t m = 0; m < n; m++, j++) {
+      nk_mm *mm = &a.jobs[j];
+      const uint8_t *w = (const uint8_t *)ws[m] + e * strides[m];
+      nk_mm_setup(mm, types[m], w, rows[m], cols, gathered + start * cols, rows_e,
+                  results[m] + start * rows[m]);
+      nk_pool_prefetch_distances(pool, mm);
+      if (quant) mm->act = nk_qact_from(&all.act, start);
+      const int packed = ops->panel_rows > 0 && rows_e >= ops->pack_min_tokens(types[m]);
+      const int64_t per = mm->row_bytes >= ITEM_BYTES ? 1 : ITEM_BYTES / mm->row_bytes;
+      a.per[j] = per;
+      a.first[j + 1] = a.first[j] + (packed ? 0 : (mm->rows + per - 1) / per);
+      const int64_t panels = (mm->rows + ops->panel_rows - 1) / (ops->panel_rows > 0 ? ops->panel_rows : 1);
+      a.pfirst[j + 1] = a.pfirst[j] + (packed ? panels : 0);
+      if (packed) {
+        packed_any = 1;
+        const int64_t pb = mm->tr->quant ? nk_qpanel_bytes(ops->panel_rows, mm->kp)
+                                         : nk_fpanel_bytes(ops->panel_rows, mm->cols);
+        if (pb > scratch) scratch = pb;
+      }
+    }
+  }
+  if (a.first[n_jobs] > 0) {
+    nk_pool_split(pool, a.first[n_jobs]);
+    nk_pool_run(pool, experts_rows, &a);
+  }
+  if (packed_any) {
+    if (nk_pool_reserve(pool, scratch) != NK_OK) return NK_ENOMEM;
+    nk_pool_run(pool, experts_panels, &a);
+  }
+  for (int32_t m = 0; m < n; m++) {
+    for (int64_t i = 0; i < slots; i++) {
+      memcpy(ys[m] + (int64_t)order[i] * rows[m], results[m] + i * rows[m], (size_t)rows[m] * 4);
+    }
+  }
+  return NK_OK;
+}
+
+int32_t nk_matmul_experts_ref(nk_pool *pool, int32_t type, const void *w, int64_t stride,
+                              int64_t rows, int64_t n_experts, int64_t cols, const float *x,
+                              int64_t x_rows, const float *ids, int64_t n_tokens, int64_t k,
+                              float *y) {
+  if (!pool || !w || !x || !ids || !y || n_experts < 1 || n_tokens < 0 || k < 1 ||
+      (x_rows != n_tokens && x_rows != n_tokens * k))
+    return NK_EINVAL;
+  for (int64_t s = 0; s < n_tokens * k; s++) {
+    if (!(ids[s] >= 0 && ids[s] < (float)n_experts)) return NK_EINVAL;
+  }
+  for (int64_t s = 0; s < n_tokens * k; s++) {
+    const int64_t e = (int64_t)ids[s];
+    const int64_t row = x_rows == n_tokens ? s / k : s;
+    const int32_t rc = nk_matmul_ref(pool, type, (const uint8_t *)w + e * stride, rows, cols,
+                                     x + row * cols, 1, y + s * rows);
+    if (rc != NK_OK) return rc;
+  }
+  return NK_OK;
+}

@@ -1,0 +1,47 @@
+/**
+ * The mixture-of-experts kernels (kernels/cuda/moe.cu) against the reference backend on the
+ * emulated GPU: routing, the grouped expert products of every kernel family, the weighted
+ * sum, and the sublayer chained with the expert ids kept on the device.
+ */
+
+import { emulator } from "./support.ts";
+import { Pair } from "../gpu/checks/pair.ts";
+import {
+  checkCombine,
+  checkMatmulExperts,
+  checkMoeSublayer,
+  checkRouting,
+  EXPERT_TYPES,
+} from "../gpu/checks/moe.ts";
+
+const emu = await emulator();
+
+function test(name: string, fn: (pair: Pair) => void): void {
+  Deno.test({
+    name,
+    ignore: emu === null,
+    fn() {
+      const be = emu!.backend();
+      try {
+        fn(new Pair(be, 7));
+      } finally {
+        be.close();
+      }
+    },
+  });
+}
+
+test(
+  "emulated CUDA: routeExperts picks the reference's experts in its order, ties included",
+  checkRouting,
+);
+
+for (const type of EXPERT_TYPES) {
+  test(`emulated CUDA: matmulExperts ${type} (grouped by expert on the device)`, (p) => {
+    checkMatmulExperts(p, type);
+  });
+}
+
+test("emulated CUDA: combineExperts bit for bit", checkCombine);
+
+test("emulated CUDA: the MoE sublayer with device-side expert ids", checkMoeSublayer);

@@ -1,0 +1,28 @@
+/**
+ * The mixture-of-experts kernels against the reference backend on a real GPU (the checks
+ * the emulator runs, tests/cuda/emu_moe_test.ts): routing, the grouped expert products of
+ * every kernel family, the weighted sum, and the sublayer with device-side expert ids.
+ */
+
+import { gpuTest } from "./support.ts";
+import { Pair } from "./checks/pair.ts";
+import {
+  checkCombine,
+  checkMatmulExperts,
+  checkMoeSublayer,
+  checkRouting,
+  EXPERT_TYPES,
+} from "./checks/moe.ts";
+
+gpuTest("routeExperts picks the reference's experts in its order", (be) => {
+  checkRouting(new Pair(be, 7));
+});
+
+gpuTest("matmulExperts of every kernel family, grouped by expert on the device", (be) => {
+  for (const type of EXPERT_TYPES) checkMatmulExperts(new Pair(be, 7), type);
+});
+
+gpuTest("combineExperts bit for bit, and the MoE sublayer", (be) => {
+  checkCombine(new Pair(be, 7));
+  checkMoeSublayer(new Pair(be, 7));
+});
