@@ -1,0 +1,85 @@
+/**
+ * neuron beside llama.cpp on the same synthetic files, measured in one run: pp N (an N-token
+ * prompt in one batch) and tg N (N tokens one at a time), repetitions interleaved so that a
+ * machine that slows down slows both. llama.cpp runs in this process through the live
+ * reference (tests/support/llama_ref.ts) with its own spinning threadpool, as llama-bench
+ * runs it; both use 2 threads.
+ *
+ *   deno task bench:families [shape ...] [--quant q4_k_m] [-p 512] [-n 128] [-r 3]
+ */
+
+import { parseArgs } from "node:util";
+import { openLlamaModel } from "../support/llama_ref.ts";
+import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
+import { median, ModelBench } from "../../src/bench/runner.ts";
+import { isFileType, isSyntheticShape, syntheticModel } from "../../src/bench/synthetic.ts";
+import { openModel } from "../../src/runner/mod.ts";
+
+const { values, positionals } = parseArgs({
+  args: Deno.args,
+  options: {
+    quant: { type: "string", default: "q4_k_m" },
+    p: { type: "string", short: "p", default: "512" },
+    n: { type: "string", short: "n", default: "128" },
+    r: { type: "string", short: "r", default: "3" },
+  },
+  allowPositionals: true,
+});
+const shapes = positionals.length > 0
+  ? positionals
+  : ["qwen3-0.6b", "llama3-1b", "qwen2.5-0.5b", "gemma3-1b"];
+const quant = values.quant!;
+const [pp, tg, reps] = [Number(values.p), Number(values.n), Number(values.r)];
+if (!isFileType(quant) || shapes.some((s) => !isSyntheticShape(s))) {
+  console.error(`usage: bench:families [shape ...] [--quant q] (shapes, quants of neuron bench)`);
+  Deno.exit(2);
+}
+
+/** A deterministic prompt of n ids below `vocab`. */
+function prompt(n: number, vocab: number, seed: number): number[] {
+  let s = seed >>> 0;
+  return Array.from({ length: n }, () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) % vocab);
+}
+
+function seconds(fn: () => void): number {
+  const t0 = performance.now();
+  fn();
+  return (performance.now() - t0) / 1000;
+}
+
+console.log(`| model | test | neuron tok/s | llama.cpp tok/s | ratio |`);
+console.log(`|---|---|---|---|---|`);
+for (const shape of shapes) {
+  if (!isSyntheticShape(shape)) continue;
+  const path = syntheticModel(shape, quant);
+  const model = openModel(path);
+  const backend = new CpuBackend({ threads: 2 });
+  const ours = ModelBench.load(model, backend, pp + tg + 16);
+  using ref = await openLlamaModel(path, { contextLength: pp + tg + 16, spin: true });
+  const vocab = model.shape.vocabSize;
+  const rates = { ppOurs: [] as number[], ppRef: [] as number[], tgOurs: [], tgRef: [] } as Record<
+    string,
+    number[]
+  >;
+  ours.prompt(16, 0);
+  ref.logits(prompt(16, vocab, 0));
+  for (let r = 1; r <= reps; r++) {
+    rates.ppOurs.push(pp / ours.prompt(pp, r));
+    const ids = prompt(pp, vocab, r);
+    rates.ppRef.push(pp / seconds(() => ref.logits(ids)));
+    rates.tgOurs.push(tg / ours.generate(tg, r));
+    const one = prompt(1, vocab, r);
+    // greedy(1 token, n) decodes the prompt token, then n - 1 more: n single-token steps.
+    rates.tgRef.push(tg / seconds(() => ref.greedy(one, tg)));
+  }
+  const row = (test: string, a: number[], b: number[]) =>
+    console.log(
+      `| ${shape} ${quant} | ${test} | ${median(a).toFixed(2)} | ${median(b).toFixed(2)} | ` +
+        `${(median(a) / median(b)).toFixed(2)}x |`,
+    );
+  row(`pp${pp}`, rates.ppOurs, rates.ppRef);
+  row(`tg${tg}`, rates.tgOurs, rates.tgRef);
+  ours.close();
+  backend.close();
+  model.file.close();
+}
