@@ -35,7 +35,7 @@ export interface Qwen3MoeHparams extends Qwen3Hparams {
 export const QWEN3MOE_SHAPES: Readonly<
   Record<"qwen3moe-mini" | "qwen3-30b-a3b", Qwen3MoeHparams>
 > = {
-  /** 2.6B parameters (0.5B read per token), a size a 2-core, 24 GiB machine runs. */
+  /** 2.85B parameters, 1.76 GB at Q4_K_M, 0.39 GB read per token: a 2-core, 24 GiB machine runs it. */
   "qwen3moe-mini": {
     hidden: 1024,
     layers: 24,
@@ -49,7 +49,7 @@ export const QWEN3MOE_SHAPES: Readonly<
     vocab: 151936,
     tiedOutput: false,
   },
-  /** Qwen3-30B-A3B and Qwen3-Coder-30B-A3B. */
+  /** Qwen3-30B-A3B and Qwen3-Coder-30B-A3B: 18.55 GB at Q4_K_M, 1.92 GB read per token. */
   "qwen3-30b-a3b": {
     hidden: 2048,
     layers: 48,
