@@ -22,7 +22,7 @@ import type {
   Weight,
 } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/mod.ts";
-import type { GgufModel, Model, ModelShard } from "./family.ts";
+import type { GgufModel, Model, ModelFamily, ModelShard } from "./family.ts";
 import type { DecoderHparams } from "./hparams.ts";
 import { type ShardDims, shardDims } from "./shard.ts";
 import { WeightLoader } from "./weights.ts";
@@ -95,6 +95,24 @@ export function decoderModel(
     },
     checkSplit: (size) => void shardDims(file, hp, size),
     load: (backend, shard) => bind(new WeightLoader(file, hp, backend, shard)),
+  };
+}
+
+/**
+ * The family of a decoder architecture: its hyperparameters read by `read` (which names what
+ * is missing), its weights bound by `bind`.
+ */
+export function decoderFamily<H extends DecoderHparams>(
+  architecture: string,
+  read: (file: GgufFile, architecture: string) => H,
+  bind: (weights: WeightLoader, hp: H) => Model,
+): ModelFamily {
+  return {
+    architecture,
+    read(file: GgufFile): GgufModel {
+      const hp = read(file, architecture);
+      return decoderModel(file, hp, (w) => bind(w, hp));
+    },
   };
 }
 

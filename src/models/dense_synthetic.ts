@@ -13,11 +13,16 @@ import {
   type GgufLayout,
   type GgufTensorSpec,
   Kv,
-  mixTensorType,
   Rng,
   writeGguf,
 } from "../gguf/mod.ts";
-import { type Qwen3Hparams, type Qwen3TensorPlan, randomTensor } from "./qwen3_synthetic.ts";
+import {
+  type Qwen3Hparams,
+  type Qwen3TensorPlan,
+  randomTensor,
+  type TensorEntry,
+  typedPlan,
+} from "./qwen3_synthetic.ts";
 
 export interface DenseShape extends Qwen3Hparams {
   arch: "llama" | "qwen2" | "gemma3";
@@ -96,7 +101,7 @@ function extraBlockTensors(s: DenseShape): Array<[string, number[]]> {
 /** Every tensor, typed by `quant`'s mix as llama-quantize types them. */
 function densePlan(s: DenseShape, quant: FileType): Qwen3TensorPlan[] {
   const q = s.heads * s.headDim, kv = s.kvHeads * s.headDim;
-  const entries: Array<[string, number[], number | undefined]> = [];
+  const entries: TensorEntry[] = [];
   if (!s.tiedOutput) entries.push(["output.weight", [s.hidden, s.vocab], undefined]);
   entries.push(["output_norm.weight", [s.hidden], undefined]);
   entries.push(["token_embd.weight", [s.hidden, s.vocab], undefined]);
@@ -115,21 +120,7 @@ function densePlan(s: DenseShape, quant: FileType): Qwen3TensorPlan[] {
     ];
     for (const [name, ne] of blk) entries.push([`blk.${i}.${name}`, ne, i]);
   }
-  return entries.map(([name, ne, layer]) => ({
-    name,
-    ne,
-    type: mixTensorType(quant, {
-      name,
-      ne,
-      layer,
-      nLayers: s.layers,
-      nGqa: s.heads / s.kvHeads,
-      tiedOutput: s.tiedOutput,
-    }),
-    rms: 1 / Math.sqrt(ne[0]),
-    // Biases are drawn near 1 like norms: small next to what the projections add.
-    isNorm: ne.length === 1,
-  }));
+  return typedPlan(entries, s, quant);
 }
 
 function denseKv(s: DenseShape, quant: FileType, name: string): Array<[string, GgufKv]> {

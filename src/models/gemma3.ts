@@ -15,7 +15,7 @@ import type { GgufFile } from "../gguf/mod.ts";
 import {
   type AttentionWeights,
   Decoder,
-  decoderModel,
+  decoderFamily,
   type FfnWeights,
   loadAttention,
   loadFfn,
@@ -23,7 +23,7 @@ import {
   type StepActs,
 } from "./decoder.ts";
 import { ModelError } from "./errors.ts";
-import type { GgufModel, ModelFamily } from "./family.ts";
+import type { ModelFamily } from "./family.ts";
 import { ArchKeys, type DecoderHparams, readDecoderHparams } from "./hparams.ts";
 import type { WeightLoader } from "./weights.ts";
 
@@ -73,13 +73,11 @@ function readGemma3Hparams(file: GgufFile): Gemma3Hparams {
 }
 
 /** The Gemma 3 family (registry.ts). */
-export const GEMMA3: ModelFamily = {
-  architecture: ARCH,
-  read(file: GgufFile): GgufModel {
-    const hp = readGemma3Hparams(file);
-    return decoderModel(file, hp, (w) => new Gemma3Model(w, hp));
-  },
-};
+export const GEMMA3: ModelFamily = decoderFamily(
+  ARCH,
+  readGemma3Hparams,
+  (w, hp) => new Gemma3Model(w, hp),
+);
 
 class Gemma3Model extends Decoder<Gemma3Layer> {
   readonly #attention: LayerAttention[];

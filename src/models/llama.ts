@@ -10,18 +10,17 @@
  */
 
 import type { AttentionShape, RopeSpec, Weight } from "../backend/backend.ts";
-import type { GgufFile } from "../gguf/mod.ts";
 import {
   type AttentionWeights,
   Decoder,
-  decoderModel,
+  decoderFamily,
   type FfnWeights,
   loadAttention,
   loadFfn,
   loadOuter,
   type StepActs,
 } from "./decoder.ts";
-import type { GgufModel, ModelFamily } from "./family.ts";
+import type { ModelFamily } from "./family.ts";
 import { ArchKeys, type DecoderHparams, readDecoderHparams } from "./hparams.ts";
 import type { WeightLoader } from "./weights.ts";
 
@@ -31,13 +30,11 @@ interface LlamaLayer extends AttentionWeights, FfnWeights {
 }
 
 /** The Llama family (registry.ts). */
-export const LLAMA: ModelFamily = {
-  architecture: "llama",
-  read(file: GgufFile): GgufModel {
-    const hp = readDecoderHparams(file, "llama");
-    return decoderModel(file, hp, (w) => new LlamaModel(w, hp));
-  },
-};
+export const LLAMA: ModelFamily = decoderFamily(
+  "llama",
+  readDecoderHparams,
+  (w, hp) => new LlamaModel(w, hp),
+);
 
 class LlamaModel extends Decoder<LlamaLayer> {
   readonly #rope: RopeSpec;

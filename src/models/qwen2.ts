@@ -8,18 +8,17 @@
  */
 
 import type { RopeSpec, Weight } from "../backend/backend.ts";
-import type { GgufFile } from "../gguf/mod.ts";
 import {
   type AttentionWeights,
   Decoder,
-  decoderModel,
+  decoderFamily,
   type FfnWeights,
   loadAttention,
   loadFfn,
   loadOuter,
   type StepActs,
 } from "./decoder.ts";
-import type { GgufModel, ModelFamily } from "./family.ts";
+import type { ModelFamily } from "./family.ts";
 import { type DecoderHparams, readDecoderHparams } from "./hparams.ts";
 import type { WeightLoader } from "./weights.ts";
 
@@ -32,13 +31,11 @@ interface Qwen2Layer extends AttentionWeights, FfnWeights {
 }
 
 /** The Qwen2 family (registry.ts). */
-export const QWEN2: ModelFamily = {
-  architecture: "qwen2",
-  read(file: GgufFile): GgufModel {
-    const hp = readDecoderHparams(file, "qwen2");
-    return decoderModel(file, hp, (w) => new Qwen2Model(w, hp));
-  },
-};
+export const QWEN2: ModelFamily = decoderFamily(
+  "qwen2",
+  readDecoderHparams,
+  (w, hp) => new Qwen2Model(w, hp),
+);
 
 class Qwen2Model extends Decoder<Qwen2Layer> {
   readonly #rope: RopeSpec;

@@ -9,18 +9,17 @@
  */
 
 import type { RopeSpec, Weight } from "../backend/backend.ts";
-import type { GgufFile } from "../gguf/mod.ts";
 import {
   type AttentionWeights,
   Decoder,
-  decoderModel,
+  decoderFamily,
   type FfnWeights,
   loadAttention,
   loadFfn,
   loadOuter,
   type StepActs,
 } from "./decoder.ts";
-import type { GgufModel, ModelFamily } from "./family.ts";
+import type { ModelFamily } from "./family.ts";
 import { type DecoderHparams, readDecoderHparams } from "./hparams.ts";
 import type { WeightLoader } from "./weights.ts";
 
@@ -32,13 +31,11 @@ interface Qwen3Layer extends AttentionWeights, FfnWeights {
 }
 
 /** The Qwen3 family (registry.ts). */
-export const QWEN3: ModelFamily = {
-  architecture: "qwen3",
-  read(file: GgufFile): GgufModel {
-    const hp = readDecoderHparams(file, "qwen3");
-    return decoderModel(file, hp, (w) => new Qwen3Model(w, hp));
-  },
-};
+export const QWEN3: ModelFamily = decoderFamily(
+  "qwen3",
+  readDecoderHparams,
+  (w, hp) => new Qwen3Model(w, hp),
+);
 
 class Qwen3Model extends Decoder<Qwen3Layer> {
   readonly #rope: RopeSpec;

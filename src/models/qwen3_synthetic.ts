@@ -107,7 +107,7 @@ function hparamsOf(shape: SyntheticQwen3Options["shape"]): Qwen3Hparams {
 export function qwen3TensorPlan(hp: Qwen3Hparams, quant: FileType): Qwen3TensorPlan[] {
   const q = hp.heads * hp.headDim;
   const kv = hp.kvHeads * hp.headDim;
-  const entries: Array<[string, number[], number | undefined]> = [];
+  const entries: TensorEntry[] = [];
   if (!hp.tiedOutput) entries.push(["output.weight", [hp.hidden, hp.vocab], undefined]);
   entries.push(["output_norm.weight", [hp.hidden], undefined]);
   entries.push(["token_embd.weight", [hp.hidden, hp.vocab], undefined]);
@@ -127,6 +127,22 @@ export function qwen3TensorPlan(hp: Qwen3Hparams, quant: FileType): Qwen3TensorP
     ];
     for (const [name, ne] of blk) entries.push([`blk.${i}.${name}.weight`, ne, i]);
   }
+  return typedPlan(entries, hp, quant);
+}
+
+/** A tensor before its type: name, shape, layer (none outside the blocks). */
+export type TensorEntry = [name: string, ne: number[], layer: number | undefined];
+
+/**
+ * `entries` typed by `quant`'s mix as llama-quantize types them, each with the RMS of its
+ * random values (1 / sqrt(row length): projections keep activations near RMS 1); vectors
+ * (norms, biases) are drawn near 1.
+ */
+export function typedPlan(
+  entries: TensorEntry[],
+  hp: Qwen3Hparams,
+  quant: FileType,
+): Qwen3TensorPlan[] {
   return entries.map(([name, ne, layer]) => ({
     name,
     ne,

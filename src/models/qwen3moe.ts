@@ -11,16 +11,15 @@
  */
 
 import type { Activation, KvCache, RopeSpec, Step, Weight } from "../backend/backend.ts";
-import type { GgufFile } from "../gguf/mod.ts";
 import {
   type AttentionWeights,
   Decoder,
-  decoderModel,
+  decoderFamily,
   loadAttention,
   loadOuter,
   type StepActs,
 } from "./decoder.ts";
-import type { GgufModel, ModelFamily } from "./family.ts";
+import type { ModelFamily } from "./family.ts";
 import { loadMoe, MoeFfn, type MoeWeights } from "./moe_ffn.ts";
 import { type MoeHparams, readMoeHparams } from "./moe_hparams.ts";
 import type { WeightLoader } from "./weights.ts";
@@ -33,13 +32,11 @@ interface Qwen3MoeLayer extends AttentionWeights, MoeWeights {
 }
 
 /** The Qwen3-MoE family (registry.ts). */
-export const QWEN3MOE: ModelFamily = {
-  architecture: "qwen3moe",
-  read(file: GgufFile): GgufModel {
-    const hp = readMoeHparams(file, "qwen3moe");
-    return decoderModel(file, hp, (w) => new Qwen3MoeModel(w, hp));
-  },
-};
+export const QWEN3MOE: ModelFamily = decoderFamily(
+  "qwen3moe",
+  readMoeHparams,
+  (w, hp) => new Qwen3MoeModel(w, hp),
+);
 
 class Qwen3MoeModel extends Decoder<Qwen3MoeLayer> {
   readonly #rope: RopeSpec;

@@ -14,7 +14,6 @@ import {
   type GgufLayout,
   type GgufTensorSpec,
   Kv,
-  mixTensorType,
   Rng,
   writeGguf,
 } from "../gguf/mod.ts";
@@ -23,6 +22,8 @@ import {
   type Qwen3Hparams,
   type Qwen3TensorPlan,
   randomTensor,
+  type TensorEntry,
+  typedPlan,
 } from "./qwen3_synthetic.ts";
 
 /** A Qwen3-MoE shape: `ffn` is only written (feed_forward_length), experts are what run. */
@@ -97,7 +98,7 @@ export function qwen3moeTensorPlan(hp: Qwen3MoeHparams, quant: FileType): Qwen3T
   const q = hp.heads * hp.headDim;
   const kv = hp.kvHeads * hp.headDim;
   const { hidden, expertFfn: ff, experts } = hp;
-  const entries: Array<[string, number[], number | undefined]> = [];
+  const entries: TensorEntry[] = [];
   if (!hp.tiedOutput) entries.push(["output.weight", [hidden, hp.vocab], undefined]);
   entries.push(["output_norm.weight", [hidden], undefined]);
   entries.push(["token_embd.weight", [hidden, hp.vocab], undefined]);
@@ -118,20 +119,7 @@ export function qwen3moeTensorPlan(hp: Qwen3MoeHparams, quant: FileType): Qwen3T
     ];
     for (const [name, ne] of blk) entries.push([`blk.${i}.${name}.weight`, ne, i]);
   }
-  return entries.map(([name, ne, layer]) => ({
-    name,
-    ne,
-    type: mixTensorType(quant, {
-      name,
-      ne,
-      layer,
-      nLayers: hp.layers,
-      nGqa: hp.heads / hp.kvHeads,
-      tiedOutput: hp.tiedOutput,
-    }),
-    rms: 1 / Math.sqrt(ne[0]),
-    isNorm: ne.length === 1,
-  }));
+  return typedPlan(entries, hp, quant);
 }
 
 /** The metadata of a Qwen3-MoE file as llama.cpp's converter writes it. */
