@@ -4,8 +4,9 @@
  *   h   = x + Wo · attn(rope(qnorm(Wq · n1)), rope(knorm(Wk · n1)), Wv · n1),  n1 = rms(x)
  *   out = h + Wdown · (silu(Wgate · n2) * (Wup · n2)),                          n2 = rms(h)
  *
- * and logits = Wout · rms(x_last). Q and K are RMS-normalised per head before RoPE (the
- * Qwen3 change from Qwen2); the output matrix is the token embedding when tied.
+ * and logits = Wout · rms(x_last), or rms(x) itself for the rows an embedding is pooled
+ * from. Q and K are RMS-normalised per head before RoPE (the Qwen3 change from Qwen2); the
+ * output matrix is the token embedding when tied.
  *
  * Under tensor parallelism (qwen3_shard.ts) a rank holds some heads and FFN columns; Wo and
  * Wdown then give partial sums, added over the ranks before each residual.
@@ -29,6 +30,7 @@ import {
   type ModelShard,
   WHOLE_MODEL,
 } from "./family.ts";
+import { readPooling } from "./pooling.ts";
 import { ARCH, type Qwen3Hparams, readQwen3Hparams } from "./qwen3_hparams.ts";
 import { type ShardDims, shardDims, sliceTensor, type TensorSplit } from "./qwen3_shard.ts";
 
@@ -45,8 +47,10 @@ export const QWEN3: ModelFamily = {
         nKvHeads: hp.nKvHeads,
         headDim: hp.headDim,
         vocabSize: hp.vocabSize,
+        embeddingLength: hp.nEmbd,
         contextLength: hp.contextLength,
       },
+      pooling: readPooling(file, ARCH, hp.nEmbd),
       checkSplit: (size) => void shardDims(file, hp, size),
       load: (backend, shard) => Qwen3Model.load(file, hp, backend, shard),
     };
@@ -67,9 +71,13 @@ interface LayerWeights {
   wDown: Weight;
 }
 
-/** Scratch activations for steps of up to `tokens` rows and `logitRows` logits rows. */
+/**
+ * Scratch activations for steps of up to `tokens` rows, `outRows` output rows and
+ * `logitRows` of them as logits (a hidden-state step needs no logits buffer).
+ */
 interface Workspace {
   tokens: number;
+  outRows: number;
   logitRows: number;
   x: Activation;
   n: Activation;
@@ -183,19 +191,22 @@ export class Qwen3Model implements Model {
 
   /**
    * Runs the tokens of one step (rows of possibly several sequences, see its layout)
-   * through the model, writing their K/V into `cache`, and returns the logits of the rows
-   * listed in `step.logitRows` (one row of `vocabSize` each, in that order; none at all
-   * when the list is empty).
+   * through the model, writing their K/V into `cache`, and returns the output of the rows
+   * listed in `step.logitRows`, in that order (none at all when the list is empty): one
+   * row of `vocabSize` logits each, or with `step.output` "hidden" the final hidden state
+   * after the output norm.
    */
   forward(step: Step, cache: KvCache): Activation {
-    const ws = this.#workspaceFor(step.ids.length, step.logitRows.length);
-    const logits = this.backend.rowsOf(ws.logits, step.logitRows.length);
-    this.backend.runStep(step, cache, () => this.#record(step, cache, ws, logits));
-    return logits;
+    const outRows = step.logitRows.length;
+    const hidden = step.output === "hidden";
+    const ws = this.#workspaceFor(step.ids.length, outRows, hidden ? 0 : outRows);
+    const out = this.backend.rowsOf(hidden ? ws.last : ws.logits, outRows);
+    this.backend.runStep(step, cache, () => this.#record(step, cache, ws, out));
+    return out;
   }
 
-  /** The step's ops, issued through the backend; the logits land in `logits`. */
-  #record(step: Step, cache: KvCache, ws: Workspace, logits: Activation): void {
+  /** The step's ops, issued through the backend; the output lands in `out`. */
+  #record(step: Step, cache: KvCache, ws: Workspace, out: Activation): void {
     const { ids, layout, logitRows } = step;
     const hp = this.hparams;
     const { nHeads, nKvHeads } = this.local;
@@ -247,7 +258,7 @@ export class Qwen3Model implements Model {
     const last = be.rowsOf(ws.last, logitRows.length);
     be.gatherRows(last, x, logitRows);
     be.rmsNorm(last, last, this.outputNorm, hp.nEmbd, hp.rmsEps);
-    be.matmul(logits, this.output, last);
+    if (step.output !== "hidden") be.matmul(out, this.output, last);
   }
 
   /** Adds the partial products of the other ranks (nothing to add unsharded). */
@@ -257,18 +268,22 @@ export class Qwen3Model implements Model {
   }
 
   /** Scratch space large enough for the step; grows (and frees the old one) when needed. */
-  #workspaceFor(tokens: number, logitRows: number): Workspace {
+  #workspaceFor(tokens: number, outRows: number, logitRows: number): Workspace {
     const cur = this.#workspace;
-    if (cur !== null && cur.tokens >= tokens && cur.logitRows >= logitRows) return cur;
+    if (
+      cur !== null && cur.tokens >= tokens && cur.outRows >= outRows && cur.logitRows >= logitRows
+    ) return cur;
     const hp = this.hparams;
     const be = this.backend;
     const t = Math.max(tokens, cur?.tokens ?? 0);
+    const or = Math.max(1, outRows, cur?.outRows ?? 0);
     const lr = Math.max(1, logitRows, cur?.logitRows ?? 0);
     if (cur !== null) this.#freeWorkspace(cur);
     const qDim = this.local.nHeads * hp.headDim;
     const kvDim = this.local.nKvHeads * hp.headDim;
     this.#workspace = {
       tokens: t,
+      outRows: or,
       logitRows: lr,
       x: be.activation(t, hp.nEmbd),
       n: be.activation(t, hp.nEmbd),
@@ -279,14 +294,14 @@ export class Qwen3Model implements Model {
       proj: be.activation(t, hp.nEmbd),
       gate: be.activation(t, this.local.nFf),
       up: be.activation(t, this.local.nFf),
-      last: be.activation(lr, hp.nEmbd),
+      last: be.activation(or, hp.nEmbd),
       logits: be.activation(lr, hp.vocabSize),
     };
     return this.#workspace;
   }
 
   #freeWorkspace(ws: Workspace): void {
-    const { tokens: _t, logitRows: _l, ...acts } = ws;
+    const { tokens: _t, outRows: _o, logitRows: _l, ...acts } = ws;
     for (const a of Object.values(acts)) this.backend.free(a);
   }
 
