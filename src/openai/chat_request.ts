@@ -12,7 +12,6 @@ import {
   maxNewTokens,
   reasoningEffort,
   requestedSampling,
-  requireSingleChoice,
   stopStrings,
   templateKwargs,
 } from "./fields.ts";
@@ -79,6 +78,8 @@ export interface ChatRequest {
   stop: string[];
   logprobs: boolean;
   topLogprobs: number;
+  /** Choices to generate. */
+  n: number;
   stream: boolean;
   /** `[n]token_id:<id>` instead of token text in logprobs (vLLM's option). */
   tokensAsIds: boolean;
@@ -151,7 +152,6 @@ export function responseFormatIsText(format: { type: string } | null | undefined
 
 export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
   const body = parseRequest(chatRequestSchema, json);
-  requireSingleChoice(body.n);
   responseFormatIsText(body.response_format);
   if (body.top_logprobs && !body.logprobs) {
     throw unsupported("top_logprobs", "top_logprobs requires logprobs to be true");
@@ -166,6 +166,7 @@ export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
     stop: stopStrings(body.stop),
     logprobs: body.logprobs ?? false,
     topLogprobs: body.top_logprobs ?? 0,
+    n: body.n ?? 1,
     stream: body.stream ?? false,
     tokensAsIds: body.return_tokens_as_token_ids ?? false,
   };

@@ -1,14 +1,12 @@
-/** `POST /v1/completions` requests: a text prompt or token ids, one choice. */
+/**
+ * `POST /v1/completions` requests: a text prompt or token ids, `n` choices, and `echo`:
+ * the prompt handed back first, scored with `logprobs` (with `max_tokens` 0, scored only:
+ * what evaluation harnesses send for log-likelihoods).
+ */
 
 import { z } from "zod";
 import { unsupported } from "./errors.ts";
-import {
-  commonFields,
-  maxNewTokens,
-  requestedSampling,
-  requireSingleChoice,
-  stopStrings,
-} from "./fields.ts";
+import { commonFields, maxNewTokens, requestedSampling, stopStrings } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, intBetween } from "./limits.ts";
 import { parseRequest } from "./validate.ts";
@@ -27,7 +25,7 @@ export const completionRequestSchema = z.object({
     TokenIds,
     z.array(TokenIds).min(1, AT_LEAST_ONE),
   ]),
-  max_tokens: intAtLeast(1).nullish(),
+  max_tokens: intAtLeast(0).nullish(),
   logprobs: intBetween(0, 20).nullish(),
   echo: z.boolean().nullish(),
   suffix: z.string().nullish(),
@@ -45,6 +43,10 @@ export interface CompletionRequest {
   stop: string[];
   /** Alternatives per token to report; null = no log-probs. */
   logprobs: number | null;
+  /** Hand the prompt back before the completion (scored when `logprobs` is set). */
+  echo: boolean;
+  /** Choices to generate. */
+  n: number;
   stream: boolean;
   tokensAsIds: boolean;
 }
@@ -65,11 +67,9 @@ function singlePrompt(prompt: z.infer<typeof completionRequestSchema>["prompt"])
 
 export function parseCompletionRequest(json: unknown): CompletionRequest {
   const body = parseRequest(completionRequestSchema, json);
-  requireSingleChoice(body.n);
   if (body.best_of != null && body.best_of > 1) {
     throw unsupported("best_of", "best_of above 1 is not supported");
   }
-  if (body.echo) throw unsupported("echo", "echo is not supported");
   if (body.suffix) throw unsupported("suffix", "suffix (fill-in-the-middle) is not supported");
   return {
     model: body.model,
@@ -78,6 +78,8 @@ export function parseCompletionRequest(json: unknown): CompletionRequest {
     sampling: requestedSampling(body),
     stop: stopStrings(body.stop),
     logprobs: body.logprobs ?? null,
+    echo: body.echo ?? false,
+    n: body.n ?? 1,
     stream: body.stream ?? false,
     tokensAsIds: body.return_tokens_as_token_ids ?? false,
   };

@@ -18,7 +18,7 @@ import type { InferenceCall, ModelInfo, ModelStats, ModelStatus } from "../harne
 import { Admission, AdmissionError, type AdmissionLimits } from "./admission.ts";
 import { NativeGeneration, type StopReason } from "./generation.ts";
 import { ModelMetrics } from "./model_metrics.ts";
-import { planCall } from "./plan.ts";
+import { planCall, type PoolPlan } from "./plan.ts";
 
 const MIB = 1024 * 1024;
 const STATS_EVERY_MS = 1000;
@@ -87,7 +87,7 @@ export class LoadedModel {
       status,
       devices: this.devices,
       vram_used_mb: this.onGpu ? Math.round(onDevice / MIB) : null,
-      capabilities: ["text"],
+      capabilities: [d.kind],
       limit: { context: d.contextLength, output: d.contextLength },
       tool_call: d.hasToolCalls,
       reasoning: d.hasReasoning,
@@ -147,6 +147,7 @@ export class LoadedModel {
     // Queued before a group broke: wait for the new engine rather than the dead one.
     if (this.#recovery) await this.#recovery;
     this.#watchStats();
+    if (plan.kind === "pool") return await this.#pool(plan, call, release);
     let stream;
     try {
       stream = await this.host.generate({ id: crypto.randomUUID(), ...plan.request });
@@ -176,6 +177,29 @@ export class LoadedModel {
     call.signal.addEventListener("abort", onAbort, { once: true });
     if (call.signal.aborted) onAbort();
     return await plan.render(gen);
+  }
+
+  /**
+   * Runs a pooling request (embeddings, rerank) under its admission slot: its inputs are
+   * batched by the engine, and a client that leaves cancels them.
+   */
+  async #pool(plan: PoolPlan, call: InferenceCall, release: () => void): Promise<Response> {
+    try {
+      const result = await this.host.pool(
+        { id: crypto.randomUUID(), inputs: plan.inputs },
+        call.signal,
+      );
+      this.metrics.promptTokens += result.promptTokens;
+      this.metrics.outcome("completed");
+      return plan.render(result);
+    } catch (err) {
+      this.metrics.outcome(call.signal.aborted ? "cancelled" : "failed");
+      if (err instanceof NeuronError && err.code === GROUP_BROKEN) this.#recover(err.message);
+      throw err;
+    } finally {
+      release();
+      this.#readStats();
+    }
   }
 
   /** Stops every request (they end with `reason`), refuses the queue, frees the engine. */
