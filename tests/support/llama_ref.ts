@@ -253,16 +253,23 @@ export class LlamaModel {
   /**
    * The embedding of `tokens` pooled by `pooling` (llama_get_embeddings_seq), or with
    * "none" the last position's: the final hidden state after the output norm. By default
-   * the model's own pooling type, which for a generative model is none.
+   * the model's own pooling type, which for a generative model is none. Rank pooling gives
+   * the classifier's outputs (`n_cls_out` of them; a reranker's score is the first).
    */
   embed(tokens: readonly number[], pooling?: Pooling): Float32Array {
     const ctx = this.#fresh(pooling ?? "model", tokens, 0);
     this.#decode(ctx, tokens, 0, true);
-    const own = this.#sym.llama_pooling_type(ctx) === POOLING.none;
-    if (pooling === "none" || (pooling === undefined && own)) {
+    const type = this.#sym.llama_pooling_type(ctx);
+    if (type === POOLING.none) {
       return floats(this.#sym.llama_get_embeddings_ith(ctx, -1), this.nEmbd, "embeddings");
     }
-    return floats(this.#sym.llama_get_embeddings_seq(ctx, 0), this.nEmbd, "pooled embedding");
+    const width = type === POOLING.rank ? this.nClsOut : this.nEmbd;
+    return floats(this.#sym.llama_get_embeddings_seq(ctx, 0), width, "pooled embedding");
+  }
+
+  /** Outputs of the model's classifier head (cls.output), 1 when it names no labels. */
+  get nClsOut(): number {
+    return this.#sym.llama_model_n_cls_out(this.#live());
   }
 
   /** Frees llama.cpp's context(s) and model; later calls throw llama_ref_closed. */
