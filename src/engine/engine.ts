@@ -236,18 +236,21 @@ export class Engine {
       const seq = run.seq;
       const first = r;
       r += rows;
-      if (rows === 0 || seq.finished) continue;
+      if (seq.finished) continue;
       if ("argmax" in result) {
-        if (seq.promptDone()) seq.onToken({ id: result.argmax[first] }, undefined);
+        if (rows > 0 && seq.promptDone()) seq.onToken({ id: result.argmax[first] }, undefined);
         continue;
       }
+      // Even without rows: a pooled prompt's last chunk ends it (first-token pooling).
       const out = Array.from(
         { length: rows },
         (_, i) => result.rows.subarray((first + i) * width, (first + i + 1) * width),
       );
       const logits = seq.takeOutputs(run.start, run.sample, out);
-      if (logits === null || !seq.promptDone()) continue;
+      if (logits === null) continue;
+      const sample = seq.promptDone();
       this.#fork(seq, logits);
+      if (!sample) continue;
       const pick = this.#pick(seq, logits);
       seq.onToken(pick.token, pick.top);
     }
