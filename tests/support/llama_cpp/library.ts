@@ -58,6 +58,12 @@ function logSink(): { callback: Deno.UnsafeCallback<typeof LOG_CALLBACK>; take()
 }
 
 async function load(): Promise<LlamaLibrary> {
+  // libggml-base installs a std::terminate handler as it loads (a backtrace for uncaught
+  // C++ exceptions) and asserts that the handler installed is not its own. Probing the CPU
+  // variants loads and unloads it, leaving the handler of an unloaded copy; when the next
+  // copy maps at the same address (it does once the CUDA emulator shares the process) the
+  // assertion aborts the process. ggml's switch leaves the handler out; nothing else changes.
+  Deno.env.set("GGML_NO_BACKTRACE", "1");
   const bins = await llamaBinaries();
   const variant = cpuVariant(bins);
   let base, ggml, llama;
