@@ -8,7 +8,7 @@
  */
 
 import OpenAI from "openai";
-import { assert, assertEquals, assertRejects, assertStringIncludes } from "../support/assert.ts";
+import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { jsonOf, type TestNode, withNode } from "../support/node.ts";
 import { openLlamaModel } from "../support/llama_ref.ts";
 import { FIXTURES } from "../fixtures.ts";
