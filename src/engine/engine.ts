@@ -66,8 +66,10 @@ export class Engine {
       copyRows: runner.copyKvRows,
       packPrompts: this.#hidden,
     });
+    // Steps are timed to keep decoding streams flowing; a pooling engine has none, and its
+    // throughput is that of full steps (a CPU reads every weight once per step).
     this.#budget = new StepBudget(
-      options.stepTargetMs ?? DEFAULT_STEP_TARGET_MS,
+      this.#hidden ? Infinity : options.stepTargetMs ?? DEFAULT_STEP_TARGET_MS,
       Math.min(MIN_STEP_TOKENS, options.maxBatchTokens),
       options.maxBatchTokens,
     );
@@ -147,7 +149,8 @@ export class Engine {
    * arrives during a long prefill then waits for part of a layer, not for the rest of the
    * step. Nothing was sampled or recorded as cached, so the next step, which carries the
    * new request, simply feeds those tokens again. The step after an interrupted one always
-   * runs whole, so that a stream of arrivals cannot stall everyone else.
+   * runs whole, so that a stream of arrivals cannot stall everyone else. A pooling engine's
+   * steps always run whole.
    */
   step(interrupt?: StepInterrupt): void {
     const runs = this.#scheduler.schedule(this.#budget);
@@ -179,7 +182,9 @@ export class Engine {
       ...(this.#hidden ? { output: "hidden" as const } : {}),
     };
     const started = performance.now();
-    const stoppable = prefill > 0 && !this.#interrupted;
+    // A pooling engine's arrivals only join the next step: stopping this one for them would
+    // throw its work away for nobody's first token.
+    const stoppable = prefill > 0 && !this.#interrupted && !this.#hidden;
     const result = this.#run(step, outputs, stoppable ? interrupt : undefined);
     this.#interrupted = result === null;
     if (result === null) {

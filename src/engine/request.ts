@@ -84,8 +84,9 @@ export interface EngineOptions {
   kv: { blockSize: number; nBlocks: number };
   /**
    * The model pools (an embedding or rerank model): every step returns final hidden
-   * states, every request asks for a pooling, none generates, and a step packs as many
-   * whole prompts as its time allows.
+   * states, every request asks for a pooling, none generates, and steps are packed with
+   * whole prompts up to `maxBatchTokens`, whatever they take (`stepTargetMs` is for
+   * decoding streams, which such an engine has none of), and never stopped midway.
    */
   hidden?: boolean;
 }

@@ -16,12 +16,6 @@ export interface SessionOptions {
   cuda?: ModelLoadOptions["cuda"];
 }
 
-/**
- * So long that no step is ever cut for time: how many prompts a step packs then depends
- * on their tokens alone (and the budget's growth), never on this machine's speed.
- */
-const UNHURRIED_STEP_MS = 3_600_000;
-
 /** A session on `path`; close it when done. */
 export function openSession(path: string, opts: SessionOptions = {}): ModelSession {
   return ModelSession.open({
@@ -31,7 +25,6 @@ export function openSession(path: string, opts: SessionOptions = {}): ModelSessi
     contextLength: 2048,
     maxSequences: opts.maxSequences ?? 64,
     maxBatchTokens: opts.maxBatchTokens ?? 512,
-    stepTargetMs: UNHURRIED_STEP_MS,
     kvDtype: "f16",
     cuda: opts.cuda,
   });
