@@ -3,13 +3,14 @@
  * L2-normalised (llama.cpp's, normalised), as floats or base64, cut to `dimensions` and
  * normalised again; rerank results best first, `top_n` of them, with their documents when
  * asked; each model's kind in /models, /v1/models and its capabilities; a request to a
- * model of another kind, or out of bounds, refused with a 400 that says why; n choices
- * over chat and completions, streamed or not.
+ * model of another kind, or out of bounds, refused with a 400 that says why; an unload
+ * stops a pooling request in flight with its reason; n choices over chat and completions,
+ * streamed or not.
  */
 
 import OpenAI from "openai";
 import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
-import { jsonOf, type TestNode, withNode } from "../support/node.ts";
+import { eventually, jsonOf, type TestNode, withNode } from "../support/node.ts";
 import { openLlamaModel } from "../support/llama_ref.ts";
 import { FIXTURES } from "../fixtures.ts";
 import { pooledFixture, pooledFixtureDir } from "../fixtures/pooled/mod.ts";
@@ -336,5 +337,28 @@ Deno.test("n: 4 choices at temperature 1 differ, a seed reproduces them, streams
     ) => c.index);
     assertEquals(finished.sort(), [0, 1, 2], "a finish chunk for every choice");
     assertEquals(((frames.at(-2) as Json).usage as Json).completion_tokens, 24);
+  });
+});
+
+Deno.test("an unload stops a pooling request in flight: 503 model_unloaded", async () => {
+  await withPoolingNode(async (node) => {
+    const model = await load(node, pooledFixture("qwen3-embed-tiny-f16"));
+    // Two million tokens: no machine finishes them before the unload below lands.
+    const input = Array.from({ length: 2048 }, (_, i) => `${i} ` + "word ".repeat(1000));
+    const pending = v1(node, "embeddings", { model, input });
+    await eventually(
+      async () => {
+        const h = await jsonOf(await node.get("/health")) as { models: Json[] };
+        return h.models[0]?.in_flight === 1 ? true : undefined;
+      },
+      30_000,
+      "the request to be admitted",
+    );
+    const unload = await node.post("/models/unload", { model_id: model });
+    assertEquals(unload.status, 200);
+    await unload.body?.cancel();
+    const res = await pending;
+    const b = await jsonOf(res) as { error: Json };
+    assertEquals([res.status, b.error.code], [503, "model_unloaded"], JSON.stringify(b));
   });
 });

@@ -37,6 +37,8 @@ export class LoadedModel {
   readonly metrics = new ModelMetrics();
   readonly #harness: string;
   readonly #active = new Set<NativeGeneration>();
+  /** Stops each pooling request in flight, saying why (unload, shutdown). */
+  readonly #pools = new Set<(reason: StopReason) => void>();
   readonly #restart: EngineRestart | null;
   readonly #servedName: string | undefined;
   #host: ModelHost;
@@ -184,19 +186,30 @@ export class LoadedModel {
    * batched by the engine, and a client that leaves cancels them.
    */
   async #pool(plan: PoolPlan, call: InferenceCall, release: () => void): Promise<Response> {
+    const stop = new AbortController();
+    const state: { stopped: StopReason | null } = { stopped: null };
+    const onStop = (reason: StopReason): void => {
+      state.stopped = reason;
+      stop.abort();
+    };
+    this.#pools.add(onStop);
     try {
       const result = await this.host.pool(
         { id: crypto.randomUUID(), inputs: plan.inputs },
-        call.signal,
+        AbortSignal.any([call.signal, stop.signal]),
       );
       this.metrics.promptTokens += result.promptTokens;
       this.metrics.outcome("completed");
       return plan.render(result);
     } catch (err) {
-      this.metrics.outcome(call.signal.aborted ? "cancelled" : "failed");
+      const reason = state.stopped;
+      this.metrics.outcome(call.signal.aborted || reason !== null ? "cancelled" : "failed");
       if (err instanceof NeuronError && err.code === GROUP_BROKEN) this.#recover(err.message);
+      // The node stopped it (unload, shutdown): the client hears why.
+      if (reason !== null) throw new NeuronError(reason.code, reason.message);
       throw err;
     } finally {
+      this.#pools.delete(onStop);
       release();
       this.#readStats();
     }
@@ -210,6 +223,7 @@ export class LoadedModel {
     // Queued requests hear why the model went away (model_unloaded, shutting_down).
     this.admission.rejectWaiting(new NeuronError(reason.code, reason.message));
     for (const g of this.#active) g.stop(reason);
+    for (const stop of this.#pools) stop(reason);
     if (this.#recovery) await this.#recovery;
     await this.host.close();
   }
