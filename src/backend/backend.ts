@@ -109,15 +109,24 @@ export interface StepLayout {
 }
 
 /**
- * One step's tokens: which token goes where, and which rows' logits come back. Its
+ * What a step's output rows hold: the logits ("logits", one row of the vocabulary each),
+ * or the final hidden state after the output norm ("hidden", the model's embedding width),
+ * what embeddings and rank heads are pooled from.
+ */
+export type StepOutput = "logits" | "hidden";
+
+/**
+ * One step's tokens: which token goes where, and which rows' outputs come back. Its
  * integers (ids, positions, block tables, logit rows) are what changes between steps of
  * the same shape.
  */
 export interface Step {
   ids: Int32Array;
   layout: StepLayout;
-  /** Rows whose logits are computed, in this order (none: the step only fills caches). */
+  /** Rows whose output is computed, in this order (none: the step only fills caches). */
   logitRows: Int32Array;
+  /** What those rows give back; absent: logits. */
+  output?: StepOutput;
 }
 
 export interface AttentionShape {

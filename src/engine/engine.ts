@@ -10,10 +10,11 @@ import type { SequenceSlice, Step, StepInterrupt } from "../backend/backend.ts";
 import { NeuronError } from "../common/errors.ts";
 import type { ModelRunner } from "../runner/runner.ts";
 import { EngineError } from "./errors.ts";
+import { shareCache } from "./fork.ts";
 import { BlockPool } from "./kv/block_pool.ts";
 import type { EngineOptions, EngineRequest, EngineStats, SequenceObserver } from "./request.ts";
 import { type SampledToken, topIds } from "./sampler.ts";
-import { Scheduler } from "./scheduler.ts";
+import { type ScheduledRun, Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
 import { StepBudget, stepWork } from "./step_budget.ts";
 
@@ -26,6 +27,16 @@ interface Pick {
   top?: Array<[number, number]>;
   fault?: { code: string; message: string };
 }
+
+/** A run of a step and how many output rows it asked for (in step order). */
+interface RunOutputs {
+  run: ScheduledRun;
+  rows: number;
+}
+
+/** What a step's forward pass gave back: each output row, or only each row's argmax. */
+type StepResult = { rows: Float32Array } | { argmax: Int32Array };
+
 /** How long a step may take when it carries prompt chunks (see step_budget.ts). */
 const DEFAULT_STEP_TARGET_MS = 150;
 const MIN_STEP_TOKENS = 16;
@@ -36,6 +47,8 @@ export class Engine {
   readonly #scheduler: Scheduler;
   readonly #budget: StepBudget;
   readonly #contextLength: number;
+  /** Steps return hidden states to pool (EngineOptions.hidden). */
+  readonly #hidden: boolean;
   /** The last step stopped early (see `step`). */
   #interrupted = false;
   readonly #stats = {
@@ -52,12 +65,16 @@ export class Engine {
     this.#runner = runner;
     this.#pool = new BlockPool(options.kv.nBlocks, options.kv.blockSize);
     this.#contextLength = options.contextLength;
+    this.#hidden = options.hidden ?? false;
     this.#scheduler = new Scheduler(this.#pool, {
       maxSequences: Math.max(1, options.maxSequences),
       copyRows: runner.copyKvRows,
+      packPrompts: this.#hidden,
     });
+    // Steps are timed to keep decoding streams flowing; a pooling engine has none, and its
+    // throughput is that of full steps (a CPU reads every weight once per step).
     this.#budget = new StepBudget(
-      options.stepTargetMs ?? DEFAULT_STEP_TARGET_MS,
+      this.#hidden ? Infinity : options.stepTargetMs ?? DEFAULT_STEP_TARGET_MS,
       Math.min(MIN_STEP_TOKENS, options.maxBatchTokens),
       options.maxBatchTokens,
     );
@@ -68,12 +85,27 @@ export class Engine {
   }
 
   /**
-   * Validates and queues a request; `observer` hears its tokens. Errors (an empty prompt,
-   * ids outside the vocabulary, a prompt too long) are thrown here, before anything runs.
+   * Validates and queues a request; `observer` hears its tokens, or with several observers
+   * each hears one choice, all sampled after one run of the prompt (fork.ts). Errors (an
+   * empty prompt, ids outside the vocabulary, a prompt too long, a request this engine
+   * does not serve) are thrown here, before anything runs.
    */
-  submit(request: EngineRequest, observer: SequenceObserver): void {
+  submit(request: EngineRequest, observer: SequenceObserver | SequenceObserver[]): void {
+    const observers = Array.isArray(observer) ? observer : [observer];
     const ids = request.prompt;
     if (ids.length === 0) throw new EngineError("invalid_request", "the prompt is empty");
+    const pooled = request.pooling !== undefined;
+    if (pooled !== this.#hidden) {
+      throw new EngineError(
+        "invalid_request",
+        this.#hidden
+          ? "this model pools hidden states: a request must ask for a pooling"
+          : "this model generates: it does not pool hidden states",
+      );
+    }
+    if (observers.length === 0 || (pooled && observers.length > 1)) {
+      throw new EngineError("invalid_request", `${observers.length} choices cannot be made`);
+    }
     const vocabSize = this.#runner.shape.vocabSize;
     for (const id of ids) {
       if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
@@ -81,23 +113,27 @@ export class Engine {
       }
     }
     const room = this.#contextLength - ids.length;
-    const asked = request.maxTokens;
-    if (room <= 0 || (asked !== undefined && asked > room)) {
+    const asked = pooled ? 0 : request.maxTokens;
+    if ((asked ?? 1) > room) {
       throw new EngineError(
         "context_length_exceeded",
         `this model's maximum context length is ${this.#contextLength} tokens; the prompt has ` +
-          `${ids.length} tokens` + (asked !== undefined ? ` and ${asked} more were requested` : ""),
+          `${ids.length} tokens` + (asked ? ` and ${asked} more were requested` : ""),
       );
     }
-    this.#scheduler.enqueue(new Sequence(request, asked ?? room, vocabSize, observer));
+    const [first, ...others] = observers.map((o, i) =>
+      new Sequence(request, asked ?? room, vocabSize, o, i)
+    );
+    first.followers = others;
+    this.#scheduler.enqueue(first);
   }
 
-  /** Stops a request (queued or running) and frees its cache blocks. */
+  /** Stops a request (queued or running, every choice of it) and frees its cache blocks. */
   cancel(id: string): void {
-    const seq = [...this.#scheduler.waiting, ...this.#scheduler.running].find((s) => s.id === id);
-    if (!seq) return;
-    seq.finish("cancelled");
-    this.#scheduler.remove(seq);
+    for (const seq of this.#all().filter((s) => s.id === id)) {
+      seq.finish("cancelled");
+      this.#scheduler.remove(seq);
+    }
   }
 
   /** Fails every request with an error (a step that could not run). */
@@ -118,7 +154,8 @@ export class Engine {
    * arrives during a long prefill then waits for part of a layer, not for the rest of the
    * step. Nothing was sampled or recorded as cached, so the next step, which carries the
    * new request, simply feeds those tokens again. The step after an interrupted one always
-   * runs whole, so that a stream of arrivals cannot stall everyone else.
+   * runs whole, so that a stream of arrivals cannot stall everyone else. A pooling engine's
+   * steps always run whole.
    */
   step(interrupt?: StepInterrupt): void {
     const runs = this.#scheduler.schedule(this.#budget);
@@ -127,7 +164,8 @@ export class Engine {
     const ids: number[] = [];
     const positions: number[] = [];
     const slices: SequenceSlice[] = [];
-    const logitRows: number[] = [];
+    const outRows: number[] = [];
+    const outputs: RunOutputs[] = [];
     let prefill = 0;
     for (const run of runs) {
       const rowStart = ids.length;
@@ -136,21 +174,25 @@ export class Engine {
         positions.push(run.start + i);
       }
       if (run.seq.prefilling) prefill += run.count;
-      if (run.sample) logitRows.push(ids.length - 1);
+      const rows = run.seq.outputRows(run.start, run.count, run.sample);
+      for (const r of rows) outRows.push(rowStart + r);
+      outputs.push({ run, rows: rows.length });
       slices.push({ rowStart, rowCount: run.count, blockTable: Int32Array.from(run.seq.blocks) });
     }
 
     const step: Step = {
       ids: Int32Array.from(ids),
       layout: { positions: Int32Array.from(positions), sequences: slices },
-      logitRows: Int32Array.from(logitRows),
+      logitRows: Int32Array.from(outRows),
+      ...(this.#hidden ? { output: "hidden" as const } : {}),
     };
-    const sampling = runs.filter((r) => r.sample).map((r) => r.seq);
     const started = performance.now();
-    const stoppable = prefill > 0 && !this.#interrupted;
-    const picks = this.#run(step, sampling, stoppable ? interrupt : undefined);
-    this.#interrupted = picks === null;
-    if (picks === null) {
+    // A pooling engine's arrivals only join the next step: stopping this one for them would
+    // throw its work away for nobody's first token.
+    const stoppable = prefill > 0 && !this.#interrupted && !this.#hidden;
+    const result = this.#run(step, outputs, stoppable ? interrupt : undefined);
+    this.#interrupted = result === null;
+    if (result === null) {
       this.#stats.interruptedSteps++;
       return;
     }
@@ -158,12 +200,7 @@ export class Engine {
     this.#account(prefill, ids.length - prefill, seconds);
     this.#budget.observe(stepWork(runs), seconds);
     this.#scheduler.complete(runs);
-    sampling.forEach((seq, i) => {
-      const { token, top, fault } = picks[i];
-      if (fault) seq.fail(fault.code, fault.message);
-      else if (token === null) seq.finish("stop");
-      else seq.onToken(token, top);
-    });
+    this.#deliver(outputs, result);
     this.#scheduler.retire();
   }
 
@@ -185,41 +222,93 @@ export class Engine {
     };
   }
 
-  /** The step's forward pass and each sampling sequence's pick; null when interrupted. */
-  #run(step: Step, sampling: Sequence[], interrupt?: StepInterrupt): Pick[] | null {
-    const argmaxOnly = sampling.every((seq) =>
-      seq.sampler.plainGreedy && seq.topLogits === 0 && seq.filter === undefined
-    );
+  /** The step's forward pass; null when interrupted. */
+  #run(step: Step, outputs: RunOutputs[], interrupt?: StepInterrupt): StepResult | null {
+    const argmaxOnly = !this.#hidden &&
+      outputs.every((o) => o.rows === 0 || o.run.seq.argmaxOnly);
     if (argmaxOnly) {
-      const ids = this.#runner.forwardArgmax(step, interrupt);
-      return ids && Array.from(ids, (id): Pick => ({ token: { id } }));
+      const argmax = this.#runner.forwardArgmax(step, interrupt);
+      return argmax && { argmax };
     }
-    const logits = this.#runner.forward(step, interrupt);
-    return logits && this.#sample(logits, sampling);
+    const rows = this.#runner.forward(step, interrupt);
+    return rows && { rows };
   }
 
   /**
-   * Samples each sequence's token from its row of `rows`. A constraint that fails (past
-   * its bounds) fails its own sequence only.
+   * Hands each sequence its output rows: pooled and scored rows are taken, and where a
+   * run reached its sequence's last token the next one is sampled (after forking the other
+   * choices of its request, at the end of its prompt).
    */
-  #sample(rows: Float32Array, sampling: Sequence[]): Pick[] {
-    const vocab = this.#runner.shape.vocabSize;
-    return sampling.map((seq, i): Pick => {
-      const logits = rows.subarray(i * vocab, (i + 1) * vocab);
-      const top = seq.topLogits > 0
-        ? topIds(logits, seq.topLogits).map((id): [number, number] => [id, logits[id]])
-        : undefined;
-      try {
-        return { token: seq.sampler.sample(logits, seq.filter), top };
-      } catch (err) {
-        if (!(err instanceof NeuronError)) throw err;
-        return { token: null, fault: { code: err.code, message: err.message } };
+  #deliver(outputs: RunOutputs[], result: StepResult): void {
+    const width = this.#hidden ? this.#runner.shape.embeddingLength : this.#runner.shape.vocabSize;
+    let r = 0;
+    for (const { run, rows } of outputs) {
+      const seq = run.seq;
+      const first = r;
+      r += rows;
+      if (seq.finished) continue;
+      if ("argmax" in result) {
+        if (rows > 0 && seq.promptDone()) seq.onToken({ id: result.argmax[first] }, undefined);
+        continue;
       }
-    });
+      // Even without rows: a pooled prompt's last chunk ends it (first-token pooling).
+      const out = Array.from(
+        { length: rows },
+        (_, i) => result.rows.subarray((first + i) * width, (first + i + 1) * width),
+      );
+      const logits = seq.takeOutputs(run.start, run.sample, out);
+      if (logits === null) continue;
+      const sample = seq.promptDone();
+      this.#fork(seq, logits);
+      if (!sample) continue;
+      this.#take(seq, this.#pick(seq, logits));
+    }
   }
 
+  /** The other choices of `leader`'s request start from its prompt (fork.ts). */
+  #fork(leader: Sequence, logits: Float32Array): void {
+    for (const follower of leader.followers) {
+      follower.sharePrompt(leader.promptScores);
+      if (!follower.promptDone()) continue;
+      if (!shareCache(leader, follower, this.#pool, this.#runner.copyKvRows)) {
+        this.#scheduler.enqueueFirst(follower);
+        continue;
+      }
+      this.#scheduler.adopt(follower);
+      this.#take(follower, this.#pick(follower, logits));
+    }
+    leader.followers = [];
+  }
+
+  /**
+   * Samples `seq`'s next token from `logits` under its constraint. A constraint that fails
+   * (past its bounds) fails its own sequence only.
+   */
+  #pick(seq: Sequence, logits: Float32Array): Pick {
+    const top = seq.topLogits > 0
+      ? topIds(logits, seq.topLogits).map((id): [number, number] => [id, logits[id]])
+      : undefined;
+    try {
+      return { token: seq.sampler.sample(logits, seq.filter), top };
+    } catch (err) {
+      if (!(err instanceof NeuronError)) throw err;
+      return { token: null, fault: { code: err.code, message: err.message } };
+    }
+  }
+
+  /** Hands `seq` its pick: a token, the end of its constrained output, or its failure. */
+  #take(seq: Sequence, pick: Pick): void {
+    if (pick.fault) seq.fail(pick.fault.code, pick.fault.message);
+    else if (pick.token === null) seq.finish("stop");
+    else seq.onToken(pick.token, pick.top);
+  }
+
+  /** Every sequence, the choices not yet forked included. */
   #all(): Sequence[] {
-    return [...this.#scheduler.waiting, ...this.#scheduler.running];
+    return [...this.#scheduler.waiting, ...this.#scheduler.running].flatMap((s) => [
+      s,
+      ...s.followers,
+    ]);
   }
 
   #account(prefill: number, decode: number, seconds: number): void {

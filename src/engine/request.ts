@@ -4,12 +4,13 @@
  * stop strings, parsing) is the front end's.
  */
 
+import type { Pooling } from "../models/pooling.ts";
 import type { SampledToken, SamplingParams } from "./sampler.ts";
 
 export interface EngineRequest {
   id: string;
   prompt: readonly number[];
-  /** New tokens at most; absent = until the context is full. */
+  /** New tokens at most (0: none, the prompt is only run); absent = until the context is full. */
   maxTokens?: number;
   sampling: SamplingParams;
   /** Tokens that end the generation (the model's end-of-generation ids; none = ignore them). */
@@ -22,6 +23,18 @@ export interface EngineRequest {
    * token for token. Default: the whole prompt.
    */
   reuseBoundary?: number;
+  /**
+   * Pool the prompt's final hidden states this way instead of generating (an embedding
+   * model's input, a reranker's pair): the observer's `pooled` hears the vector. Only an
+   * engine whose steps return hidden states (EngineOptions.hidden) takes it.
+   */
+  pooling?: Pooling;
+  /**
+   * Report the log-prob of every prompt token after the first, with this many most likely
+   * alternatives each (the observer's `prompt`, before any generated token): scoring, as
+   * `echo` with `logprobs` asks. Absent: none.
+   */
+  promptLogprobs?: number;
   /** Narrows every next token to those a constraint allows (structured output). */
   filter?: TokenFilter;
 }
@@ -63,6 +76,13 @@ export interface SequenceObserver {
    * string completed).
    */
   token(token: SampledToken, top: Array<[number, number]> | undefined, end: TokenEnd): boolean;
+  /**
+   * The prompt's tokens after the first, each with its log-prob given the tokens before it
+   * (EngineRequest.promptLogprobs); once, before any token.
+   */
+  prompt?(tokens: SampledToken[]): void;
+  /** The prompt's pooled final hidden state (EngineRequest.pooling); `finished` follows. */
+  pooled?(vector: Float32Array): void;
   /** The sequence ended; nothing follows. */
   finished(reason: EngineFinish, counts: TokenCounts): void;
   /** The sequence failed (its step could not run); nothing follows. */
@@ -80,6 +100,13 @@ export interface EngineOptions {
   stepTargetMs?: number;
   /** The KV cache pool the runner holds: blocks of `blockSize` positions. */
   kv: { blockSize: number; nBlocks: number };
+  /**
+   * The model pools (an embedding or rerank model): every step returns final hidden
+   * states, every request asks for a pooling, none generates, and steps are packed with
+   * whole prompts up to `maxBatchTokens`, whatever they take (`stepTargetMs` is for
+   * decoding streams, which such an engine has none of), and never stopped midway.
+   */
+  hidden?: boolean;
 }
 
 export interface EngineStats {

@@ -70,6 +70,17 @@ function seed32(seed: number): number {
   return (lo ^ Math.imul(hi, 0x9e3779b1)) >>> 0;
 }
 
+/**
+ * The RNG seed of choice `stream` of a request (n > 1): choice 0 draws as a request of one
+ * choice does, the others from streams of their own, all fixed by the request's seed.
+ */
+function streamSeed(seed: number, stream: number): number {
+  if (stream === 0) return seed;
+  let h = Math.imul(seed ^ Math.imul(stream, 0x85ebca6b), 0xc2b2ae35) >>> 0;
+  h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> 0;
+  return (h ^ (h >>> 12)) >>> 0;
+}
+
 export class Sampler {
   readonly #params: SamplingParams;
   readonly #rng: Rng;
@@ -78,9 +89,16 @@ export class Sampler {
   readonly #generated = new Map<number, number>();
   readonly #seen = new Set<number>();
 
-  constructor(params: SamplingParams, vocabSize: number, promptIds: ArrayLike<number> = []) {
+  constructor(
+    params: SamplingParams,
+    vocabSize: number,
+    promptIds: ArrayLike<number> = [],
+    /** Which choice of its request this sampler draws for (its own RNG stream). */
+    stream = 0,
+  ) {
     this.#params = params;
-    this.#rng = new Rng(seed32(params.seed ?? Math.floor(Math.random() * 2 ** 32)));
+    const seed = seed32(params.seed ?? Math.floor(Math.random() * 2 ** 32));
+    this.#rng = new Rng(streamSeed(seed, stream));
     this.#scratch = new Float32Array(vocabSize);
     for (let i = 0; i < promptIds.length; i++) this.#seen.add(promptIds[i]);
   }
@@ -113,15 +131,7 @@ export class Sampler {
     this.#applyBiasAndPenalties(x);
 
     const id = p.temperature <= 0 ? argmax(x) : this.#draw(x);
-    const out: SampledToken = { id };
-    if (p.logprobs || p.topLogprobs > 0) {
-      const logZ = logSumExp(logits);
-      out.logprob = logits[id] - logZ;
-      if (p.topLogprobs > 0) {
-        out.top = topIds(logits, p.topLogprobs).map((t) => ({ id: t, logprob: logits[t] - logZ }));
-      }
-    }
-    return out;
+    return p.logprobs || p.topLogprobs > 0 ? tokenLogprobs(logits, id, p.topLogprobs) : { id };
   }
 
   #applyBiasAndPenalties(x: Float32Array): void {
@@ -201,6 +211,14 @@ export function topIds(x: ArrayLike<number>, k: number): number[] {
     }
   }
   return top;
+}
+
+/** Token `id` with its log-prob under `logits` and the `top` most likely alternatives. */
+export function tokenLogprobs(logits: Float32Array, id: number, top: number): SampledToken {
+  const logZ = logSumExp(logits);
+  const out: SampledToken = { id, logprob: logits[id] - logZ };
+  if (top > 0) out.top = topIds(logits, top).map((t) => ({ id: t, logprob: logits[t] - logZ }));
+  return out;
 }
 
 function logSumExp(x: Float32Array): number {

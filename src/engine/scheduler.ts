@@ -24,6 +24,11 @@ export interface SchedulerOptions {
   /** Copies the first `rows` positions of cache block `from` into block `to`. Without it,
    * prefixes are reused by whole blocks only. */
   copyRows?: (from: number, to: number, rows: number) => void;
+  /**
+   * Steps take as many whole prompts as their time allows: no first token is due that a
+   * prompt joining the step would delay (an engine that only pools prompts).
+   */
+  packPrompts?: boolean;
 }
 
 /** One sequence's share of a step: tokens [start, start + count) of its `tokens`. */
@@ -54,6 +59,16 @@ export class Scheduler {
     this.waiting.push(seq);
   }
 
+  /** Queues a sequence ahead of the others (a forked choice that must run its prompt's end). */
+  enqueueFirst(seq: Sequence): void {
+    this.waiting.unshift(seq);
+  }
+
+  /** Runs a sequence that already holds its cache blocks (a choice forked at its prompt's end). */
+  adopt(seq: Sequence): void {
+    this.running.push(seq);
+  }
+
   /** Takes a sequence out wherever it is and releases its blocks. */
   remove(seq: Sequence): void {
     this.waiting = this.waiting.filter((s) => s !== seq);
@@ -80,12 +95,13 @@ export class Scheduler {
     let fedPrompt = false;
     for (const seq of prefilling) {
       if (!this.running.includes(seq)) continue;
-      let count = Math.min(sizer.fit(stepWork(runs), seq.cached, seq.uncached), completing);
+      const wanted = Math.min(seq.uncached, seq.maxChunk);
+      let count = Math.min(sizer.fit(stepWork(runs), seq.cached, wanted), completing);
       if (!fedPrompt) {
         // Progress for one prompt per step, whatever the time: a few tokens when decodes
         // already fill the step, so that no prompt starves behind them.
         const floor = runs.length > 0 ? sizer.minTokens : 1;
-        count = Math.max(count, Math.min(seq.uncached, floor));
+        count = Math.max(count, Math.min(wanted, floor));
       }
       if (count <= 0 || (completing !== Infinity && count < seq.uncached)) continue;
       if (!this.#reserve(seq, seq.cached + count, runs)) continue;
@@ -93,7 +109,9 @@ export class Scheduler {
       runs.push({ seq, start: seq.cached, count, sample });
       fedPrompt = true;
       if (completing !== Infinity) completing -= count;
-      else if (sample) completing = Math.max(count, LATENCY_FLOOR_TOKENS);
+      else if (sample && !this.options.packPrompts) {
+        completing = Math.max(count, LATENCY_FLOOR_TOKENS);
+      }
     }
     return runs;
   }
@@ -149,7 +167,7 @@ export class Scheduler {
   #reusePrefix(seq: Sequence): void {
     const bs = this.pool.blockSize;
     // At least the last token must run, to produce the logits of the next one.
-    const reusable = Math.floor((seq.tokens.length - 1) / bs);
+    const reusable = seq.reusesPrefix ? Math.floor((seq.tokens.length - 1) / bs) : 0;
     while (seq.blocks.length < reusable) {
       const i = seq.blocks.length;
       const tokens = seq.tokens.slice(i * bs, (i + 1) * bs);
@@ -171,7 +189,7 @@ export class Scheduler {
   #reusePartial(seq: Sequence): void {
     const copyRows = this.options.copyRows;
     const bs = this.pool.blockSize, i = seq.blocks.length, start = i * bs;
-    if (copyRows === undefined || i === 0) return;
+    if (copyRows === undefined || i === 0 || !seq.reusesPrefix) return;
     const most = Math.min(bs - 1, seq.tokens.length - 1 - start);
     if (most <= 0) return;
     const next = seq.tokens.slice(start, start + most);

@@ -1,8 +1,10 @@
 /**
  * One request inside the engine core: its tokens, its place in the KV cache, its sampler,
- * and when it ends (a stop token, its token budget, or its observer's say).
+ * what its steps' output rows are for (sampling, scoring its prompt, pooling), and when it
+ * ends (a stop token, its token budget, or its observer's say).
  */
 
+import type { Pooling } from "../models/pooling.ts";
 import type {
   EngineFinish,
   EngineRequest,
@@ -11,7 +13,10 @@ import type {
   TokenEnd,
   TokenFilter,
 } from "./request.ts";
-import { type SampledToken, Sampler } from "./sampler.ts";
+import { type SampledToken, Sampler, tokenLogprobs } from "./sampler.ts";
+
+/** Prompt positions a step scores at most for one sequence: each costs a row of logits. */
+export const PROMPT_SCORING_CHUNK = 64;
 
 export class Sequence {
   readonly id: string;
@@ -24,6 +29,10 @@ export class Sequence {
   readonly topLogits: number;
   /** The constraint on its tokens, if any (structured output). */
   readonly filter: TokenFilter | undefined;
+  /** How the prompt's hidden states are pooled; null: the sequence generates. */
+  readonly pooling: Pooling | null;
+  /** Alternatives per scored prompt token; -1: the prompt is not scored. */
+  readonly promptTop: number;
   /** Leading tokens whose K/V are in the cache. */
   cached = 0;
   /** Cache blocks, in position order. */
@@ -37,17 +46,29 @@ export class Sequence {
    * registered by its first tokens too): see EngineRequest.reuseBoundary.
    */
   readonly reuseBoundary: number;
+  /** The other choices of its request, forked from it once its prompt has run. */
+  followers: Sequence[] = [];
+  /** Its prompt's scores once reported (the choices forked from it report the same). */
+  promptScores: SampledToken[] = [];
   generated = 0;
   finished = false;
 
   readonly #stopIds: ReadonlySet<number>;
   readonly #observer: SequenceObserver;
+  /** Scored prompt tokens by position - 1, until reported. */
+  #scored: SampledToken[] = [];
+  #promptReported = false;
+  /** Pooled rows so far (a sum for mean pooling), and how many. */
+  #pool: Float64Array | null = null;
+  #pooledRows = 0;
 
   constructor(
     request: EngineRequest,
     maxNew: number,
     vocabSize: number,
     observer: SequenceObserver,
+    /** Which choice of its request this is (its sampler's stream). */
+    choice = 0,
   ) {
     this.id = request.id;
     this.tokens = Array.from(request.prompt);
@@ -56,7 +77,9 @@ export class Sequence {
     this.maxNew = maxNew;
     this.topLogits = request.topLogits ?? 0;
     this.filter = request.filter;
-    this.sampler = new Sampler(request.sampling, vocabSize, request.prompt);
+    this.pooling = request.pooling ?? null;
+    this.promptTop = request.promptLogprobs ?? -1;
+    this.sampler = new Sampler(request.sampling, vocabSize, request.prompt, choice);
     this.#stopIds = new Set(request.stopTokenIds);
     this.#observer = observer;
   }
@@ -69,6 +92,87 @@ export class Sequence {
   /** Still working through its prompt (or recomputing after preemption). */
   get prefilling(): boolean {
     return this.uncached > 1 || this.generated === 0;
+  }
+
+  /**
+   * Whether it may start from a cached prefix: not when every prompt position's output is
+   * needed (mean pooling, the first token's state, a scored prompt).
+   */
+  get reusesPrefix(): boolean {
+    return (this.pooling === null || this.pooling === "last") && !this.#scoring;
+  }
+
+  /** Prompt tokens a step may carry for it at most. */
+  get maxChunk(): number {
+    return this.#scoring ? PROMPT_SCORING_CHUNK : Infinity;
+  }
+
+  /** Whether its output rows of a step are all sampling rows, picked plainly greedily. */
+  get argmaxOnly(): boolean {
+    // A constraint must see the logits: native argmax would not.
+    return this.pooling === null && this.sampler.plainGreedy && this.topLogits === 0 &&
+      this.filter === undefined && !this.#scoring && this.followers.length === 0;
+  }
+
+  get #scoring(): boolean {
+    return this.promptTop >= 0 && !this.#promptReported;
+  }
+
+  /**
+   * The rows (offsets into the run of tokens [start, start + count)) whose output a step
+   * must return for this sequence; `sample`: the run reaches its last token.
+   */
+  outputRows(start: number, count: number, sample: boolean): number[] {
+    const all = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+    switch (this.pooling) {
+      case "mean":
+        return all(count);
+      case "cls":
+        return start === 0 ? [0] : [];
+      case "last":
+        return sample ? [count - 1] : [];
+    }
+    const scored = this.#scoring ? Math.max(0, Math.min(count, this.promptLength - 1 - start)) : 0;
+    return sample ? [...all(scored), count - 1] : all(scored);
+  }
+
+  /**
+   * Takes the outputs of `outputRows(start, count, sample)`, in order. Returns the row to
+   * sample the next token from (the last one, when `sample`); pooling and scoring rows are
+   * consumed here, and a pooled sequence ends once its prompt has run.
+   */
+  takeOutputs(start: number, sample: boolean, rows: Float32Array[]): Float32Array | null {
+    if (this.pooling !== null) {
+      this.#addPooled(start, rows);
+      if (sample) this.#finishPooled();
+      return null;
+    }
+    const scoring = sample ? rows.length - 1 : rows.length;
+    for (let i = 0; i < scoring; i++) {
+      this.#scored[start + i] = tokenLogprobs(rows[i], this.tokens[start + i + 1], this.promptTop);
+    }
+    return sample ? rows[rows.length - 1] : null;
+  }
+
+  /**
+   * The prompt has run (its last token's output is due): reports the scored prompt, and
+   * says whether to sample. With no token to generate, the sequence ends here.
+   */
+  promptDone(): boolean {
+    if (this.generated > 0) return true;
+    if (this.#scoring) this.sharePrompt(this.#scored);
+    if (this.maxNew > 0) return true;
+    this.finish("length");
+    return false;
+  }
+
+  /** Reports the scored prompt (its own, or that of the choice it was forked from). */
+  sharePrompt(tokens: SampledToken[]): void {
+    if (this.promptTop < 0 || this.#promptReported) return;
+    this.#promptReported = true;
+    this.promptScores = tokens;
+    this.#scored = [];
+    this.#observer.prompt?.(tokens);
   }
 
   /** Takes a sampled token; returns true when the sequence is finished. */
@@ -101,6 +205,27 @@ export class Sequence {
     if (this.finished) return;
     this.finished = true;
     this.#observer.failed(code, message, this.#counts());
+  }
+
+  #addPooled(start: number, rows: Float32Array[]): void {
+    if (rows.length === 0) return;
+    // A prompt run again from its start (after preemption) pools again from nothing.
+    if (start === 0 || this.#pool === null) {
+      this.#pool = new Float64Array(rows[0].length);
+      this.#pooledRows = 0;
+    }
+    const pool = this.#pool;
+    for (const row of rows) {
+      for (let j = 0; j < row.length; j++) pool[j] += row[j];
+      this.#pooledRows++;
+    }
+  }
+
+  #finishPooled(): void {
+    const sum = this.#pool ?? new Float64Array(0);
+    const n = Math.max(1, this.#pooledRows);
+    this.#observer.pooled?.(Float32Array.from(sum, (v) => v / n));
+    this.finish("stop");
   }
 
   #counts(): TokenCounts {

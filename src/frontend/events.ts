@@ -36,6 +36,38 @@ export interface GenerateRequest {
   constraint?: OutputConstraint;
   /** Tool calls at most: the generation ends after this many (`parallel_tool_calls: false`). */
   maxToolCalls?: number;
+  /** Choices to generate from the prompt (one prefill, each its own sampler stream); default 1. */
+  n?: number;
+  /**
+   * Hand the prompt back first (a `prompt` event: its text and tokens), as `echo` asks;
+   * with `promptLogprobs`, each token after the first with its log-prob and this many
+   * alternatives (scoring).
+   */
+  echo?: boolean;
+  promptLogprobs?: number;
+}
+
+/** One input of a pooling request: a text, token ids, or a reranker's query and document. */
+export type PoolInput =
+  | { kind: "text"; text: string }
+  | { kind: "tokens"; ids: number[] }
+  | { kind: "pair"; query: string; document: string };
+
+/** Inputs to embed (an embedding model) or query/document pairs to score (a reranker). */
+export interface PoolRequest {
+  id: string;
+  inputs: PoolInput[];
+}
+
+/**
+ * What a pooling request gives: per input, in order, the pooled final hidden state (an
+ * embedding model, not normalised) or the relevance score (a reranker's head output).
+ */
+export interface PoolResult {
+  vectors: Float32Array[];
+  scores: number[];
+  /** Tokens of every input together. */
+  promptTokens: number;
 }
 
 /** One alternative at a step, with its bytes so it can be shown as text. */
@@ -77,12 +109,30 @@ export interface UsageCounts {
 }
 
 /**
- * A generation's events. Every generation ends with exactly one `done`, with the usage of
- * what it produced so far (the gateway meters from it), and `fault` saying why when the
- * node ended it (`cancelled` by an unload, `error`).
+ * A generation's events. Every choice of a generation ends with exactly one `done`, with
+ * the usage of what it produced so far (the gateway meters from it; the prompt is counted
+ * by the first choice only), and `fault` saying why when the node ended it (`cancelled` by
+ * an unload, `error`). `choice` says which choice an event belongs to (absent: the first).
  */
 export type GenerationEvent =
-  | { type: "delta"; reasoning?: string; content?: string; tokens: GeneratedToken[] }
+  | {
+    type: "delta";
+    reasoning?: string;
+    content?: string;
+    tokens: GeneratedToken[];
+    choice?: number;
+  }
   /** `id` where the model gave one or its format needs one of a given form (Mistral). */
-  | { type: "tool_call"; name: string; arguments: string; id?: string }
-  | { type: "done"; finishReason: FinishReason; usage: UsageCounts; fault?: GenerationFault };
+  | { type: "tool_call"; name: string; arguments: string; id?: string; choice?: number }
+  /**
+   * The prompt handed back (`echo`): its text and its tokens, those after the first with
+   * their log-probs when the prompt was scored. Before anything else of its choice.
+   */
+  | { type: "prompt"; text: string; tokens: GeneratedToken[]; choice?: number }
+  | {
+    type: "done";
+    finishReason: FinishReason;
+    usage: UsageCounts;
+    fault?: GenerationFault;
+    choice?: number;
+  };

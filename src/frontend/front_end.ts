@@ -21,13 +21,17 @@ import type { GgufFile } from "../gguf/mod.ts";
 import { loadTokenizer, type Tokenizer, utf8Length } from "../tokenizer/mod.ts";
 import { Constraints } from "./constraints.ts";
 import { FrontEndError } from "./errors.ts";
-import type { GenerateRequest, GenerationEvent } from "./events.ts";
+import type { GenerateRequest, GenerationEvent, PoolInput } from "./events.ts";
 import { RequestOutput } from "./output.ts";
+import { poolPromptIds } from "./pool_prompt.ts";
 
 /** A request made ready for the engine core, and the pipeline its tokens go through. */
 export interface PreparedRequest {
   request: EngineRequest;
+  /** The first choice's pipeline. */
   output: RequestOutput;
+  /** Every choice's pipeline (`n` of them), the first one first. */
+  outputs: RequestOutput[];
 }
 
 /** Lets other work run between two slices of a long prompt's tokenizing. */
@@ -56,6 +60,8 @@ export class FrontEnd {
     template: ChatTemplate | null,
     /** Tokens a prompt may have at most: the model's context. */
     readonly contextLength = Infinity,
+    /** A reranker's prompt for a query and a document (models/pooling.ts), if it has one. */
+    readonly rerankPrompt: string | null = null,
   ) {
     this.tokenizer = tokenizer;
     this.template = template;
@@ -73,7 +79,7 @@ export class FrontEnd {
     this.#constraints = new Constraints(tokenizer, this.format);
   }
 
-  static fromGguf(file: GgufFile, contextLength?: number): FrontEnd {
+  static fromGguf(file: GgufFile, contextLength?: number, rerankPrompt?: string | null): FrontEnd {
     const tokenizer = loadTokenizer(file);
     let template: ChatTemplate | null = null;
     try {
@@ -81,7 +87,23 @@ export class FrontEnd {
     } catch {
       // A model without a usable template still serves completions; chat says why.
     }
-    return new FrontEnd(tokenizer, template, contextLength);
+    return new FrontEnd(tokenizer, template, contextLength, rerankPrompt ?? null);
+  }
+
+  /**
+   * The token ids of a pooling request's inputs (pool_prompt.ts), each checked to fit the
+   * context by its bytes first; `pause` between inputs.
+   */
+  async poolPrompts(inputs: readonly PoolInput[], pause: Pause = NO_PAUSE): Promise<number[][]> {
+    const added = addedSpecials(this.tokenizer);
+    const out: number[][] = [];
+    for (const input of inputs) {
+      if (input.kind === "text") this.#checkFits(input.text);
+      if (input.kind === "pair") this.#checkFits(input.query + input.document);
+      out.push(poolPromptIds(this.tokenizer, input, this.rerankPrompt, added));
+      await pause();
+    }
+    return out;
   }
 
   /**
@@ -115,20 +137,36 @@ export class FrontEnd {
     }
     const toolCalls = wantsParse && prompt.kind === "messages" && this.hasToolCalls &&
       (prompt.tools?.length ?? 0) > 0;
-    const parser = wantsParse
-      ? new OutputParser({
-        reasoning: this.hasReasoning,
-        startInReasoning: prompt.kind !== "tokens" && promptOpensReasoning(text),
-        toolCalls,
-        syntax: this.format.toolCalls,
-        tools: prompt.kind === "messages" ? prompt.tools : undefined,
-      })
-      : null;
+    const parser = (): OutputParser | null =>
+      wantsParse
+        ? new OutputParser({
+          reasoning: this.hasReasoning,
+          startInReasoning: prompt.kind !== "tokens" && promptOpensReasoning(text),
+          toolCalls,
+          syntax: this.format.toolCalls,
+          tools: prompt.kind === "messages" ? prompt.tools : undefined,
+        })
+        : null;
     const opening = this.#turnOpening === undefined ? -1 : ids.lastIndexOf(this.#turnOpening);
-    const readsReasoning = parser !== null && this.hasReasoning && prompt.kind === "messages";
+    const readsReasoning = wantsParse && this.hasReasoning && prompt.kind === "messages";
     const filter = request.constraint === undefined
       ? undefined
       : this.#constraints.filter(request.constraint, readsReasoning ? text : null);
+    const scored = request.echo === true && request.promptLogprobs !== undefined;
+    const echo = request.echo
+      ? { text: prompt.kind === "tokens" ? this.tokenizer.decode(ids) : text, ids, scored }
+      : undefined;
+    const outputs = Array.from(
+      { length: Math.max(1, request.n ?? 1) },
+      (_, choice) =>
+        new RequestOutput(this.tokenizer, parser(), request.stop ?? [], sink, {
+          preserved: toolCalls ? this.#preserved : undefined,
+          newToolCallId: this.format.newToolCallId,
+          maxToolCalls: request.maxToolCalls,
+          choice,
+          echo,
+        }),
+    );
     return {
       request: {
         id: request.id,
@@ -139,12 +177,10 @@ export class FrontEnd {
         topLogits: request.topLogits,
         reuseBoundary: opening >= 0 ? opening + 1 : undefined,
         ...(filter ? { filter } : {}),
+        ...(scored ? { promptLogprobs: request.promptLogprobs } : {}),
       },
-      output: new RequestOutput(this.tokenizer, parser, request.stop ?? [], sink, {
-        preserved: toolCalls ? this.#preserved : undefined,
-        newToolCallId: this.format.newToolCallId,
-        maxToolCalls: request.maxToolCalls,
-      }),
+      output: outputs[0],
+      outputs,
     };
   }
 

@@ -4,7 +4,8 @@
  *         -> reasoning / tool-call parser -> generation events
  * A stop string that completes ends the sequence (the engine asks `token`'s answer).
  * Control tokens show no text, except those the tool-call reader needs to see
- * (`<|python_tag|>`, `[TOOL_CALLS]`), as llama-server shows its preserved tokens.
+ * (`<|python_tag|>`, `[TOOL_CALLS]`), as llama-server shows its preserved tokens. An echoed
+ * prompt goes first, scored when the engine scores it.
  */
 
 import type { OutputParser } from "../chat/mod.ts";
@@ -16,7 +17,7 @@ import type {
   TokenEnd,
 } from "../engine/mod.ts";
 import { IncrementalDetokenizer, type Tokenizer } from "../tokenizer/mod.ts";
-import type { GeneratedToken, GenerationEvent } from "./events.ts";
+import type { GeneratedToken, GenerationEvent, UsageCounts } from "./events.ts";
 import { StopMatcher } from "./stop.ts";
 
 export interface RequestOutputOptions {
@@ -26,6 +27,10 @@ export interface RequestOutputOptions {
   newToolCallId?: () => string;
   /** The generation ends once this many tool calls were read. */
   maxToolCalls?: number;
+  /** Which choice of its request this is (its events say so); usage counts the prompt in 0. */
+  choice?: number;
+  /** The prompt to hand back first (`echo`); `scored`: the engine reports its log-probs. */
+  echo?: { text: string; ids: readonly number[]; scored: boolean };
 }
 
 export class RequestOutput implements SequenceObserver {
@@ -37,6 +42,8 @@ export class RequestOutput implements SequenceObserver {
   readonly #preserved: ReadonlySet<number>;
   readonly #newToolCallId: (() => string) | undefined;
   readonly #maxToolCalls: number;
+  readonly #choice: number;
+  #echo: NonNullable<RequestOutputOptions["echo"]> | null;
   #reasoningTokens = 0;
   #toolCalls = 0;
   // Text after a stop string is never shown, held-back bytes included.
@@ -56,7 +63,40 @@ export class RequestOutput implements SequenceObserver {
     this.#detok = new IncrementalDetokenizer(tokenizer);
     this.#stop = new StopMatcher(stops);
     this.#parser = parser;
-    this.#sink = sink;
+    this.#choice = options.choice ?? 0;
+    this.#sink = this.#choice === 0 ? sink : (e) => sink({ ...e, choice: this.#choice });
+    this.#echo = options.echo ?? null;
+  }
+
+  /** The scored prompt (the engine's, when `echo.scored`): handed back as the echo. */
+  prompt(scored: SampledToken[]): void {
+    const echo = this.#echo;
+    if (echo === null) return;
+    this.#echo = null;
+    this.#sink({
+      type: "prompt",
+      text: echo.text,
+      tokens: echo.ids.map((id, i) => i === 0 ? this.#info(id) : this.#info(id, scored[i - 1])),
+    });
+  }
+
+  /** An echo nobody scores goes before the first thing the choice says. */
+  #unscoredEcho(): void {
+    if (this.#echo !== null && !this.#echo.scored) this.prompt([]);
+  }
+
+  /** A token as the events show it; with its log-probs when `sampled` has them. */
+  #info(id: number, sampled?: SampledToken, topLogits?: Array<[number, number]>): GeneratedToken {
+    const bytesOf = (t: number): Uint8Array => this.#tokenizer.tokenBytes(t, true).slice();
+    return {
+      id,
+      bytes: bytesOf(id),
+      ...(sampled?.logprob !== undefined ? { logprob: sampled.logprob } : {}),
+      ...(sampled?.top
+        ? { top: sampled.top.map((t) => ({ id: t.id, bytes: bytesOf(t.id), logprob: t.logprob })) }
+        : {}),
+      ...(topLogits ? { topLogits } : {}),
+    };
   }
 
   token(
@@ -64,16 +104,8 @@ export class RequestOutput implements SequenceObserver {
     topLogits: Array<[number, number]> | undefined,
     end: TokenEnd,
   ): boolean {
-    const bytesOf = (t: number): Uint8Array => this.#tokenizer.tokenBytes(t, true).slice();
-    const info: GeneratedToken = {
-      id: sampled.id,
-      bytes: bytesOf(sampled.id),
-      ...(sampled.logprob !== undefined ? { logprob: sampled.logprob } : {}),
-      ...(sampled.top
-        ? { top: sampled.top.map((t) => ({ id: t.id, bytes: bytesOf(t.id), logprob: t.logprob })) }
-        : {}),
-      ...(topLogits ? { topLogits } : {}),
-    };
+    this.#unscoredEcho();
+    const info = this.#info(sampled.id, sampled, topLogits);
     if (this.#parser?.inReasoning) this.#reasoningTokens++;
     // A stop token ends the text: it shows none of its own.
     if (end === "stop_token") {
@@ -96,6 +128,7 @@ export class RequestOutput implements SequenceObserver {
   /** Flushes held text (unless cancelled) and reports the end with usage. */
   finished(reason: EngineFinish, counts: TokenCounts): void {
     if (reason !== "cancelled") {
+      this.#unscoredEcho();
       const tail = this.#stopStringHit
         ? ""
         : this.#stop.push(this.#detok.finish()).text + this.#stop.finish();
@@ -104,7 +137,7 @@ export class RequestOutput implements SequenceObserver {
     this.#sink({
       type: "done",
       finishReason: reason === "stop" && this.#toolCalls > 0 ? "tool_calls" : reason,
-      usage: { ...counts, reasoningTokens: this.#reasoningTokens },
+      usage: this.#usage(counts),
     });
   }
 
@@ -112,9 +145,15 @@ export class RequestOutput implements SequenceObserver {
     this.#sink({
       type: "done",
       finishReason: "error",
-      usage: { ...counts, reasoningTokens: this.#reasoningTokens },
+      usage: this.#usage(counts),
       fault: { code, message },
     });
+  }
+
+  /** The choice's usage: its tokens, and the prompt where it is the first choice. */
+  #usage(counts: TokenCounts): UsageCounts {
+    const usage = { ...counts, reasoningTokens: this.#reasoningTokens };
+    return this.#choice === 0 ? usage : { ...usage, promptTokens: 0, cachedTokens: 0 };
   }
 
   /** Routes text through the output parser and emits what it yields. */

@@ -333,7 +333,8 @@ export class ExternalHarness implements Harness {
       res = await fetch(`${this.#upstream.base}/v1/${call.route}`, {
         method: "POST",
         headers: upstreamRequestHeaders(call.headers),
-        // The Responses API always ends its stream with usage; the other two need asking.
+        // The Responses API always ends its stream with usage; the other routes need asking
+        // when they stream (embeddings and rerank never do: their bodies pass unchanged).
         body: call.route === "responses" ? call.body : withStreamUsage(call.body, call.json),
         signal: call.signal,
         redirect: "manual",

@@ -103,7 +103,12 @@ export interface LoadProgress {
 }
 
 /** The OpenAI routes a harness serves. */
-export type InferenceRoute = "chat/completions" | "completions" | "responses";
+export type InferenceRoute =
+  | "chat/completions"
+  | "completions"
+  | "responses"
+  | "embeddings"
+  | "rerank";
 
 /** One `/v1/*` request, its body already read (once) by the server. */
 export interface InferenceCall {

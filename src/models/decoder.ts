@@ -7,7 +7,8 @@
  *   ffn:     proj = Wdown · (act(Wgate · n) * (Wup · n))  act = silu or gelu
  *
  * Under tensor parallelism a rank holds some heads and FFN columns (shard.ts); Wo and Wdown
- * then give partial sums, added over the ranks inside both sublayers.
+ * then give partial sums, added over the ranks inside both sublayers. A step may ask for
+ * rms(x) itself instead of logits (`step.output` "hidden"): what embeddings are pooled from.
  */
 
 import type {
@@ -24,6 +25,7 @@ import type {
 import type { GgufFile } from "../gguf/mod.ts";
 import type { GgufModel, Model, ModelFamily, ModelShard } from "./family.ts";
 import type { DecoderHparams } from "./hparams.ts";
+import { readPooling } from "./pooling.ts";
 import { type ShardDims, shardDims } from "./shard.ts";
 import { WeightLoader } from "./weights.ts";
 
@@ -68,9 +70,13 @@ export interface StepActs {
   up: Activation;
 }
 
-/** Scratch activations for steps of up to `tokens` rows and `logitRows` logits rows. */
+/**
+ * Scratch activations for steps of up to `tokens` rows, `outRows` output rows and
+ * `logitRows` of them as logits (a hidden-state step needs no logits buffer).
+ */
 interface Workspace {
   tokens: number;
+  outRows: number;
   logitRows: number;
   acts: Record<"x" | "n" | "q" | "k" | "v" | "attn" | "proj" | "gate" | "up", Activation>;
   last: Activation;
@@ -91,8 +97,10 @@ export function decoderModel(
       nKvHeads: hp.nKvHeads,
       headDim: hp.headDim,
       vocabSize: hp.vocabSize,
+      embeddingLength: hp.nEmbd,
       contextLength: hp.contextLength,
     },
+    pooling: readPooling(file, hp.architecture, hp.nEmbd),
     checkSplit: (size) => void shardDims(file, hp, size),
     load: (backend, shard) => bind(new WeightLoader(file, hp, backend, shard)),
   };
@@ -231,19 +239,22 @@ export abstract class Decoder<L> implements Model {
 
   /**
    * Runs the tokens of one step (rows of possibly several sequences, see its layout)
-   * through the model, writing their K/V into `cache`, and returns the logits of the rows
-   * listed in `step.logitRows` (one row of `vocabSize` each, in that order; none at all
-   * when the list is empty).
+   * through the model, writing their K/V into `cache`, and returns the output of the rows
+   * listed in `step.logitRows`, in that order (none at all when the list is empty): one
+   * row of `vocabSize` logits each, or with `step.output` "hidden" the final hidden state
+   * after the output norm.
    */
   forward(step: Step, cache: KvCache): Activation {
-    const ws = this.#workspaceFor(step.ids.length, step.logitRows.length);
-    const logits = this.backend.rowsOf(ws.logits, step.logitRows.length);
-    this.backend.runStep(step, cache, () => this.#record(step, cache, ws, logits));
-    return logits;
+    const outRows = step.logitRows.length;
+    const hidden = step.output === "hidden";
+    const ws = this.#workspaceFor(step.ids.length, outRows, hidden ? 0 : outRows);
+    const out = this.backend.rowsOf(hidden ? ws.last : ws.logits, outRows);
+    this.backend.runStep(step, cache, () => this.#record(step, cache, ws, out));
+    return out;
   }
 
-  /** The step's ops, issued through the backend; the logits land in `logits`. */
-  #record(step: Step, cache: KvCache, ws: Workspace, logits: Activation): void {
+  /** The step's ops, issued through the backend; the output lands in `out`. */
+  #record(step: Step, cache: KvCache, ws: Workspace, out: Activation): void {
     const be = this.backend;
     const hp = this.hparams;
     const n = step.ids.length;
@@ -258,22 +269,26 @@ export abstract class Decoder<L> implements Model {
     const last = be.rowsOf(ws.last, step.logitRows.length);
     be.gatherRows(last, s.x, step.logitRows);
     be.rmsNorm(last, last, this.outer.outputNorm, hp.nEmbd, hp.rmsEps);
-    be.matmul(logits, this.outer.output, last);
+    if (step.output !== "hidden") be.matmul(out, this.outer.output, last);
   }
 
   /** Scratch space large enough for the step; grows (and frees the old one) when needed. */
-  #workspaceFor(tokens: number, logitRows: number): Workspace {
+  #workspaceFor(tokens: number, outRows: number, logitRows: number): Workspace {
     const cur = this.#workspace;
-    if (cur !== null && cur.tokens >= tokens && cur.logitRows >= logitRows) return cur;
+    if (
+      cur !== null && cur.tokens >= tokens && cur.outRows >= outRows && cur.logitRows >= logitRows
+    ) return cur;
     const hp = this.hparams;
     const be = this.backend;
     const t = Math.max(tokens, cur?.tokens ?? 0);
+    const or = Math.max(1, outRows, cur?.outRows ?? 0);
     const lr = Math.max(1, logitRows, cur?.logitRows ?? 0);
     if (cur !== null) this.#freeWorkspace(cur);
     const qDim = this.local.nHeads * hp.headDim;
     const kvDim = this.local.nKvHeads * hp.headDim;
     this.#workspace = {
       tokens: t,
+      outRows: or,
       logitRows: lr,
       acts: {
         x: be.activation(t, hp.nEmbd),
@@ -286,7 +301,7 @@ export abstract class Decoder<L> implements Model {
         gate: be.activation(t, this.local.nFf),
         up: be.activation(t, this.local.nFf),
       },
-      last: be.activation(lr, hp.nEmbd),
+      last: be.activation(or, hp.nEmbd),
       logits: be.activation(lr, hp.vocabSize),
     };
     return this.#workspace;

@@ -1,6 +1,11 @@
 import { NeuronError } from "../common/errors.ts";
 
-export type ModelErrorCode = "unsupported_architecture" | "bad_tensor_shape" | "bad_hparams";
+export type ModelErrorCode =
+  | "unsupported_architecture"
+  | "bad_tensor_shape"
+  | "bad_hparams"
+  | "unsupported_pooling"
+  | "unsupported_attention";
 
 /** A model file whose architecture or tensors neuron cannot run. */
 export class ModelError extends NeuronError {

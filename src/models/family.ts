@@ -14,6 +14,7 @@ import type {
   Step,
 } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/mod.ts";
+import type { ModelPooling } from "./pooling.ts";
 
 /** The sizes the engine and the KV cache need, whatever the family. */
 export interface ModelShape {
@@ -21,6 +22,8 @@ export interface ModelShape {
   nKvHeads: number;
   headDim: number;
   vocabSize: number;
+  /** Width of a hidden state (`<arch>.embedding_length`): a "hidden" step output row. */
+  embeddingLength: number;
   /** The context the model was trained for (`<arch>.context_length`). */
   contextLength: number;
 }
@@ -41,8 +44,9 @@ export interface Model {
   readonly kvShape: KvShape;
   /**
    * Runs the tokens of one step (rows of possibly several sequences, see its layout),
-   * writing their K/V into `cache`, and returns the logits of `step.logitRows` (one row of
-   * `vocabSize` each, in that order).
+   * writing their K/V into `cache`, and returns the output of `step.logitRows`, in that
+   * order: a row of `vocabSize` logits each, or with `step.output` "hidden" the final
+   * hidden state after the output norm (`embeddingLength` wide).
    */
   forward(step: Step, cache: KvCache): Activation;
   /** Frees the model's scratch memory (weights and caches belong to the backend). */
@@ -54,6 +58,8 @@ export interface GgufModel {
   readonly file: GgufFile;
   readonly architecture: string;
   readonly shape: ModelShape;
+  /** Whether it makes text, embeddings or rerank scores, and how it pools (pooling.ts). */
+  readonly pooling: ModelPooling;
   /** Throws a ShardError (code `unshardable`) unless the model splits over `size` ranks. */
   checkSplit(size: number): void;
   /** Binds the weights (this rank's part of them under `shard`) to `backend`. */

@@ -12,13 +12,13 @@ import {
   maxNewTokens,
   reasoningEffort,
   requestedSampling,
-  requireSingleChoice,
   stopStrings,
   templateKwargs,
 } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, intBetween, nonEmpty } from "./limits.ts";
 import {
+  checkChoices,
   pickText,
   ResponseFormat,
   responseFormatText,
@@ -88,6 +88,8 @@ export interface ChatRequest extends StructuredOutput {
   stop: string[];
   logprobs: boolean;
   topLogprobs: number;
+  /** Choices to generate. */
+  n: number;
   stream: boolean;
   /** `[n]token_id:<id>` instead of token text in logprobs (vLLM's option). */
   tokensAsIds: boolean;
@@ -151,7 +153,6 @@ export function chosenTools(
 
 export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
   const body = parseRequest(chatRequestSchema, json);
-  requireSingleChoice(body.n);
   if (body.top_logprobs && !body.logprobs) {
     throw unsupported("top_logprobs", "top_logprobs requires logprobs to be true");
   }
@@ -166,6 +167,7 @@ export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
     body.parallel_tool_calls,
     (t) => `tools[${offered.indexOf(t)}].function.parameters`,
   );
+  checkChoices(body.n ?? 1, structured);
   return {
     ...structured,
     model: body.model,
@@ -177,6 +179,7 @@ export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
     stop: stopStrings(body.stop),
     logprobs: body.logprobs ?? false,
     topLogprobs: body.top_logprobs ?? 0,
+    n: body.n ?? 1,
     stream: body.stream ?? false,
     tokensAsIds: body.return_tokens_as_token_ids ?? false,
   };

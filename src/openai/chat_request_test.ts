@@ -88,7 +88,7 @@ Deno.test("chat request: refusals name the field", () => {
     "messages[0].content",
   );
   refuse({ logit_bias: { x: 1 } }, "invalid_request_body", "logit_bias.x");
-  refuse({ n: 2 }, "invalid_request", "n");
+  refuse({ n: 129 }, "invalid_request_body", "n");
   refuse({ tool_choice: "required", tools: [] }, "invalid_request", "tool_choice");
   refuse(
     { messages: [{ role: "user", content: [{ type: "input_audio" }] }] },

@@ -1,17 +1,16 @@
-/** `POST /v1/completions` requests: a text prompt or token ids, one choice. */
+/**
+ * `POST /v1/completions` requests: a text prompt or token ids, `n` choices, and `echo`:
+ * the prompt handed back first, scored with `logprobs` (with `max_tokens` 0, scored only:
+ * what evaluation harnesses send for log-likelihoods).
+ */
 
 import { z } from "zod";
 import { unsupported } from "./errors.ts";
-import {
-  commonFields,
-  maxNewTokens,
-  requestedSampling,
-  requireSingleChoice,
-  stopStrings,
-} from "./fields.ts";
+import { commonFields, maxNewTokens, requestedSampling, stopStrings } from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, intBetween } from "./limits.ts";
 import {
+  checkChoices,
   pickText,
   ResponseFormat,
   responseFormatText,
@@ -34,7 +33,7 @@ export const completionRequestSchema = z.object({
     TokenIds,
     z.array(TokenIds).min(1, AT_LEAST_ONE),
   ]),
-  max_tokens: intAtLeast(1).nullish(),
+  max_tokens: intAtLeast(0).nullish(),
   logprobs: intBetween(0, 20).nullish(),
   echo: z.boolean().nullish(),
   suffix: z.string().nullish(),
@@ -55,6 +54,10 @@ export interface CompletionRequest extends StructuredOutput {
   stop: string[];
   /** Alternatives per token to report; null = no log-probs. */
   logprobs: number | null;
+  /** Hand the prompt back before the completion (scored when `logprobs` is set). */
+  echo: boolean;
+  /** Choices to generate. */
+  n: number;
   stream: boolean;
   tokensAsIds: boolean;
 }
@@ -75,21 +78,23 @@ function singlePrompt(prompt: z.infer<typeof completionRequestSchema>["prompt"])
 
 export function parseCompletionRequest(json: unknown): CompletionRequest {
   const body = parseRequest(completionRequestSchema, json);
-  requireSingleChoice(body.n);
   if (body.best_of != null && body.best_of > 1) {
     throw unsupported("best_of", "best_of above 1 is not supported");
   }
-  if (body.echo) throw unsupported("echo", "echo is not supported");
   if (body.suffix) throw unsupported("suffix", "suffix (fill-in-the-middle) is not supported");
   const text = pickText([responseFormatText(body.response_format)], body);
+  const structured = structuredOutput(text, [], null, null, () => "");
+  checkChoices(body.n ?? 1, structured);
   return {
-    ...structuredOutput(text, [], null, null, () => ""),
+    ...structured,
     model: body.model,
     prompt: singlePrompt(body.prompt),
     maxTokens: maxNewTokens(null, body.max_tokens) ?? DEFAULT_COMPLETION_TOKENS,
     sampling: requestedSampling(body),
     stop: stopStrings(body.stop),
     logprobs: body.logprobs ?? null,
+    echo: body.echo ?? false,
+    n: body.n ?? 1,
     stream: body.stream ?? false,
     tokensAsIds: body.return_tokens_as_token_ids ?? false,
   };

@@ -4,12 +4,13 @@
  */
 
 import { z } from "zod";
-import { unsupported } from "./errors.ts";
 import type { RequestedSampling } from "./generation.ts";
-import { intAtLeast, nonEmpty, numberBetween, positiveAtMost } from "./limits.ts";
+import { intAtLeast, intBetween, nonEmpty, numberBetween, positiveAtMost } from "./limits.ts";
 
 /** OpenAI allows up to 4 stop strings; llama-server and vLLM more. */
 const MAX_STOPS = 16;
+/** Choices one request may ask for, as OpenAI caps `n`. */
+export const MAX_CHOICES = 128;
 
 /** Fields of chat completions and completions alike. */
 export const commonFields = {
@@ -30,7 +31,7 @@ export const commonFields = {
     z.string(),
     z.array(z.string()).max(MAX_STOPS, `at most ${MAX_STOPS} stop sequences`),
   ]).nullish(),
-  n: intAtLeast(1).nullish(),
+  n: intBetween(1, MAX_CHOICES).nullish(),
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   user: z.string().nullish(),
@@ -68,13 +69,6 @@ export function requestedSampling(body: SamplingFields): RequestedSampling {
 export function stopStrings(stop: string | string[] | null | undefined): string[] {
   if (stop == null) return [];
   return (typeof stop === "string" ? [stop] : stop).filter((s) => s.length > 0);
-}
-
-/** One choice per request: `n` above 1 is refused rather than silently ignored. */
-export function requireSingleChoice(n: number | null | undefined): void {
-  if (n != null && n > 1) {
-    throw unsupported("n", `n=${n} is not supported: this node returns one choice per request`);
-  }
 }
 
 /** `max_completion_tokens` wins over `max_tokens` (WIRE.md); absent = until the context ends. */

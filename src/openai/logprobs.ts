@@ -31,17 +31,22 @@ export function chatLogprobs(tokens: GeneratedToken[], asIds: boolean): ChatLogp
 
 export interface CompletionLogprobs {
   tokens: string[];
-  token_logprobs: number[];
-  top_logprobs: Record<string, number>[] | null;
+  /** Null for an echoed prompt's first token, which nothing predicts. */
+  token_logprobs: Array<number | null>;
+  top_logprobs: Array<Record<string, number> | null> | null;
   text_offset: number[];
 }
 
-/** Legacy completions log-probs; `offset` is the text length before these tokens. */
+/**
+ * Legacy completions log-probs; `offset` is the text length before these tokens, and the
+ * first `prompt` of them are an echoed prompt's (its first token has none).
+ */
 export function completionLogprobs(
   tokens: GeneratedToken[],
   withTop: boolean,
   asIds: boolean,
   offset: number,
+  prompt = 0,
 ): CompletionLogprobs {
   const out: CompletionLogprobs = {
     tokens: [],
@@ -50,17 +55,18 @@ export function completionLogprobs(
     text_offset: [],
   };
   let at = offset;
-  for (const t of tokens) {
+  tokens.forEach((t, i) => {
+    const unpredicted = i === 0 && prompt > 0;
     const name = tokenName(t.id, t.bytes, asIds);
     out.tokens.push(name);
-    out.token_logprobs.push(t.logprob ?? 0);
+    out.token_logprobs.push(unpredicted ? null : t.logprob ?? 0);
     out.text_offset.push(at);
     at += decoder.decode(t.bytes).length;
     if (out.top_logprobs) {
       const top: Record<string, number> = {};
       for (const a of t.top ?? []) top[tokenName(a.id, a.bytes, asIds)] = a.logprob;
-      out.top_logprobs.push(top);
+      out.top_logprobs.push(unpredicted ? null : top);
     }
-  }
+  });
   return out;
 }

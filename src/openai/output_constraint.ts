@@ -159,3 +159,18 @@ export function structuredOutput(
   if (!forced && parallel === false && tools.length > 0) out.maxToolCalls = 1;
   return out;
 }
+
+/**
+ * A constraint follows one sequence's tokens; the `n` choices of a request fork from one
+ * prompt and would share it, so a constrained request asks for one choice.
+ */
+export function checkChoices(n: number, structured: StructuredOutput): void {
+  if (n > 1 && structured.constraint) {
+    throw new OpenAiError(
+      "invalid_request",
+      `n = ${n} with a constrained output (response_format, grammar, json_schema or a ` +
+        "required tool call) is not supported: ask for one choice",
+      "n",
+    );
+  }
+}

@@ -37,7 +37,8 @@ const CASES: [string, () => unknown, string, string][] = [
     "stop",
     "at most 16 stop sequences",
   ],
-  ["n", chat({ n: 0 }), "n", "at least 1"],
+  ["n", chat({ n: 0 }), "n", "between 1 and 128"],
+  ["n above 128", chat({ n: 129 }), "n", "between 1 and 128"],
   ["max_tokens", chat({ max_tokens: 0 }), "max_tokens", "at least 1"],
   [
     "max_completion_tokens",
@@ -56,7 +57,7 @@ const CASES: [string, () => unknown, string, string][] = [
   ["model", chat({ model: "" }), "model", "must not be empty"],
   ["completion logprobs", completion({ logprobs: 21 }), "logprobs", "between 0 and 20"],
   ["best_of", completion({ best_of: 0 }), "best_of", "at least 1"],
-  ["completion max_tokens", completion({ max_tokens: 0 }), "max_tokens", "at least 1"],
+  ["completion max_tokens", completion({ max_tokens: -1 }), "max_tokens", "at least 0"],
   ["empty prompt list", completion({ prompt: [] }), "prompt", "at least one"],
   ["negative token id", completion({ prompt: [5, -1] }), "prompt[1]", "at least 0"],
   ["max_output_tokens", responses({ max_output_tokens: 0 }), "max_output_tokens", "at least 1"],

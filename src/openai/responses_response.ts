@@ -188,7 +188,7 @@ export async function response(
       if (e.content) b.text("message", e.content);
     } else if (e.type === "tool_call") {
       b.toolCall(e.name, e.arguments, e.id);
-    } else {
+    } else if (e.type === "done") {
       if (cutShort(e.finishReason)) throw unfinished(e);
       final = b.finish(e.finishReason, e.usage);
     }
@@ -213,6 +213,8 @@ export function streamResponse(gen: Generation, opts: ResponsesRenderOptions): R
           if (e.content) b.text("message", e.content);
         } else if (e.type === "tool_call") {
           b.toolCall(e.name, e.arguments, e.id);
+        } else if (e.type !== "done") {
+          continue;
         } else if (cutShort(e.finishReason)) {
           const fault = e.fault ??
             { code: "request_cancelled", message: "the generation was stopped" };

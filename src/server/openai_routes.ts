@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { HarnessError, type InferenceRoute } from "../harness/mod.ts";
+import { HarnessError, type InferenceRoute, type ModelInfo } from "../harness/mod.ts";
 import { parseJsonBody, readBody, requireJsonContentType, validateBody } from "./body.ts";
 import { type Ctx, idParam, type ServerDeps } from "./context.ts";
 import { ServerError } from "./errors.ts";
@@ -8,20 +8,31 @@ import type { Routes } from "./routes.ts";
 /** Only what routing needs; the harness validates the rest of the request. */
 const routingSchema = z.looseObject({ model: z.string().min(1) });
 
-const ROUTES: InferenceRoute[] = ["chat/completions", "completions", "responses"];
+const ROUTES: InferenceRoute[] = [
+  "chat/completions",
+  "completions",
+  "responses",
+  "embeddings",
+  "rerank",
+];
 
 /** What a request for a model still loading is told to wait. */
 const MODEL_LOADING_RETRY_SECS = 5;
 
-/** `/v1/models` from the registry; `/v1/{chat/completions,completions,responses}` handed over. */
+/**
+ * `/v1/models` from the registry (each model with its kind, `capabilities`, where its
+ * harness says it); `/v1/{chat/completions,completions,responses,embeddings,rerank}` handed
+ * over.
+ */
 export function openaiRoutes(routes: Routes, deps: ServerDeps): void {
   const { registry, config } = deps;
   const created = Math.floor(deps.startedAt / 1000);
-  const modelObject = (id: string, harness: string) => ({
+  const modelObject = (id: string, m: ModelInfo) => ({
     id,
     object: "model",
     created,
-    owned_by: harness,
+    owned_by: m.harness,
+    ...(m.capabilities?.length ? { capabilities: m.capabilities } : {}),
   });
 
   routes.on("GET", "/v1/models", (c) =>
@@ -29,7 +40,7 @@ export function openaiRoutes(routes: Routes, deps: ServerDeps): void {
       object: "list",
       // A served name is what clients are meant to use, as vLLM and llama-server list it.
       data: registry.list().filter((m) => m.status === "loaded").map((m) =>
-        modelObject(m.served_name ?? m.id, m.harness)
+        modelObject(m.served_name ?? m.id, m)
       ),
     }));
 
@@ -37,7 +48,7 @@ export function openaiRoutes(routes: Routes, deps: ServerDeps): void {
     const id = idParam(c);
     const m = registry.loaded(id);
     if (!m) throw new HarnessError("model_not_found", `The model '${id}' does not exist`);
-    return c.json(modelObject(id, m.harness));
+    return c.json(modelObject(id, m));
   });
 
   for (const route of ROUTES) {

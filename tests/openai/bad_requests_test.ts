@@ -127,12 +127,13 @@ Deno.test("bad requests: status, envelope and field for each; the node keeps ser
         "text only",
       ],
       [
-        "n above 1",
+        "n above 128",
         "chat/completions",
-        { model, messages: msgs, n: 3 },
+        { model, messages: msgs, n: 129 },
         400,
-        "invalid_request",
+        "invalid_request_body",
         "n",
+        "between 1 and 128",
       ],
       [
         "top_logprobs without logprobs",
@@ -254,7 +255,6 @@ Deno.test("bad requests: status, envelope and field for each; the node keeps ser
         "invalid_request",
         "prompt",
       ],
-      ["echo", "completions", { model, prompt: "a", echo: true }, 400, "invalid_request", "echo"],
       [
         "previous_response_id",
         "responses",

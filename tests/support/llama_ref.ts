@@ -29,7 +29,7 @@ import {
   POOLING,
   type Pooling,
 } from "./llama_cpp/abi.ts";
-import { address, decode, floats, withPinned } from "./llama_cpp/batch.ts";
+import { address, decode, decodeSequences, floats, withPinned } from "./llama_cpp/batch.ts";
 import { argmaxMargin, topLogits } from "./logits.ts";
 import { LlamaGrammar } from "./llama_cpp/grammar.ts";
 
@@ -44,6 +44,8 @@ const UBATCH = 512;
 export interface LlamaOpenOptions {
   /** KV cache size in tokens: a prompt plus what is generated must fit. Default 2048. */
   contextLength?: number;
+  /** Threads of every context (default 2: the goldens' setting). */
+  threads?: number;
   /** Only the vocabulary and metadata (tokenize, detokenize, chatTemplate, meta). */
   vocabOnly?: boolean;
   /**
@@ -69,8 +71,11 @@ export interface ChatMessage {
 
 type Ptr = NonNullable<Deno.PointerValue>;
 
-/** One context for logits, one per pooling type asked of embed() ("model": the model's). */
-type ContextKind = "logits" | Pooling | "model";
+/**
+ * One context for logits, one per pooling type asked of embed() ("model": the model's),
+ * one per batch width of embedMany().
+ */
+type ContextKind = "logits" | Pooling | "model" | `batch${number}`;
 
 /** A model opened by llama.cpp. Not thread-safe; close it (or `using` it) when done. */
 export class LlamaModel {
@@ -282,16 +287,60 @@ export class LlamaModel {
   /**
    * The embedding of `tokens` pooled by `pooling` (llama_get_embeddings_seq), or with
    * "none" the last position's: the final hidden state after the output norm. By default
-   * the model's own pooling type, which for a generative model is none.
+   * the model's own pooling type, which for a generative model is none. Rank pooling gives
+   * the classifier's outputs (`n_cls_out` of them; a reranker's score is the first).
    */
   embed(tokens: readonly number[], pooling?: Pooling): Float32Array {
     const ctx = this.#fresh(pooling ?? "model", tokens, 0);
     this.#decode(ctx, tokens, 0, true);
-    const own = this.#sym.llama_pooling_type(ctx) === POOLING.none;
-    if (pooling === "none" || (pooling === undefined && own)) {
+    const type = this.#sym.llama_pooling_type(ctx);
+    if (type === POOLING.none) {
       return floats(this.#sym.llama_get_embeddings_ith(ctx, -1), this.nEmbd, "embeddings");
     }
-    return floats(this.#sym.llama_get_embeddings_seq(ctx, 0), this.nEmbd, "pooled embedding");
+    const width = type === POOLING.rank ? this.nClsOut : this.nEmbd;
+    return floats(this.#sym.llama_get_embeddings_seq(ctx, 0), width, "pooled embedding");
+  }
+
+  /**
+   * The model's own pooled embeddings of many inputs, batched as llama.cpp's embedding
+   * example batches them: whole inputs, up to `perBatch` sequences and 512 tokens per
+   * llama_decode (one ubatch), each sequence read with llama_get_embeddings_seq. For
+   * throughput comparisons; every input must fit in 512 tokens.
+   */
+  embedMany(inputs: readonly (readonly number[])[], perBatch: number): Float32Array[] {
+    const kind = `batch${perBatch}` as const;
+    const out: Float32Array[] = [];
+    let batch: (readonly number[])[] = [];
+    const flush = (): void => {
+      if (batch.length === 0) return;
+      const ctx = this.#fresh(kind, batch.flat(), 0);
+      const rc = decodeSequences(this.#sym, ctx, batch);
+      if (rc !== 0) {
+        throw new LlamaRefError(
+          "llama_ref_decode",
+          `llama_decode of ${batch.length} inputs: ${rc}`,
+        );
+      }
+      batch.forEach((_, s) => {
+        out.push(floats(this.#sym.llama_get_embeddings_seq(ctx, s), this.nEmbd, "embedding"));
+      });
+      batch = [];
+    };
+    for (const input of inputs) {
+      if (input.length > UBATCH) {
+        throw new LlamaRefError("llama_ref_bad_input", `an input of ${input.length} tokens`);
+      }
+      const tokens = batch.reduce((n, s) => n + s.length, 0);
+      if (batch.length === perBatch || tokens + input.length > UBATCH) flush();
+      batch.push(input);
+    }
+    flush();
+    return out;
+  }
+
+  /** Outputs of the model's classifier head (cls.output), 1 when it names no labels. */
+  get nClsOut(): number {
+    return this.#sym.llama_model_n_cls_out(this.#live());
   }
 
   /** Frees llama.cpp's context(s) and model; later calls throw llama_ref_closed. */
@@ -354,11 +403,18 @@ export class LlamaModel {
     view.setUint32(CONTEXT.n_ctx, nCtx, true);
     view.setUint32(CONTEXT.n_batch, nCtx, true);
     view.setUint32(CONTEXT.n_ubatch, Math.min(UBATCH, nCtx), true);
-    view.setInt32(CONTEXT.n_threads, THREADS, true);
-    view.setInt32(CONTEXT.n_threads_batch, THREADS, true);
+    const threads = this.#options.threads ?? THREADS;
+    view.setInt32(CONTEXT.n_threads, threads, true);
+    view.setInt32(CONTEXT.n_threads_batch, threads, true);
+    if (kind.startsWith("batch")) {
+      // Sequences share one KV cache, as the embedding example has them.
+      view.setUint32(CONTEXT.n_seq_max, Number(kind.slice("batch".length)), true);
+      view.setUint8(CONTEXT.kv_unified, 1);
+    }
     if (kind !== "logits") {
       view.setUint8(CONTEXT.embeddings, 1);
-      view.setInt32(CONTEXT.pooling_type, POOLING[kind === "model" ? "unspecified" : kind], true);
+      const pooling = kind === "model" || kind.startsWith("batch") ? "unspecified" : kind;
+      view.setInt32(CONTEXT.pooling_type, POOLING[pooling as Pooling | "unspecified"], true);
     }
     const ctx = this.#sym.llama_init_from_model(model, params);
     if (ctx === null) {

@@ -9,6 +9,7 @@ import { assert, assertEquals } from "./assert.ts";
 import { fixture, LOGIT_TOLERANCE, MODEL_FIXTURES, modelGolden } from "../fixtures.ts";
 import { type LlamaModel, LlamaRefError, openLlamaModel, topLogits } from "./llama_ref.ts";
 import { checkedContextDefaults, CONTEXT } from "./llama_cpp/abi.ts";
+import { pooledFixture } from "../fixtures/pooled/mod.ts";
 import { dequantize, openGguf } from "../../src/gguf/mod.ts";
 
 interface TokenizerCase {
@@ -157,6 +158,22 @@ Deno.test("llama_ref embed: the final hidden state, pooled by llama.cpp", async 
     assert(Math.abs(pooledMean[i] - mean[i]) < 1e-3, `mean pooling, dimension ${i}`);
     assert(Math.abs(pooledLast[i] - hiddenState[i]) < 1e-3, `last pooling, dimension ${i}`);
   }
+});
+
+Deno.test("llama_ref embedMany: batched as llama.cpp's embedding example, each as embed's", async () => {
+  // Its own pooling (last token), as the embedding example pools.
+  using model = await openLlamaModel(pooledFixture("qwen3-embed-tiny-f16"), { threads: 1 });
+  const inputs = modelGolden("qwen3-tiny-f16").prompts.filter((p) => p.tokens.length < 60)
+    .map((p) => p.tokens);
+  // Two to four sequences per llama_decode, the last batch partial.
+  const batched = model.embedMany(inputs, 3);
+  assertEquals(batched.length, inputs.length);
+  inputs.forEach((ids, k) => {
+    const alone = model.embed(ids);
+    for (let i = 0; i < model.nEmbd; i++) {
+      assert(Math.abs(batched[k][i] - alone[i]) < 1e-3, `input ${k}, dimension ${i}`);
+    }
+  });
 });
 
 Deno.test("llama_ref refuses bad input with typed errors and stays usable", async () => {

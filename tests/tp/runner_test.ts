@@ -3,6 +3,7 @@
  * answers and one rank's answers (every golden prompt: last-position top-20 logits within
  * the fixture tolerance, the 32-step greedy continuation identical), steps run in lockstep,
  * a continuous-batching step (several sequences, paged blocks) reaches the workers intact,
+ * a step of final hidden states (embeddings) comes back from the leader as one rank's,
  * splits the model cannot take are refused before any process starts, and a killed worker
  * breaks the group cleanly.
  */
@@ -158,6 +159,21 @@ Deno.test("tp runner: a step of several sequences over paged blocks equals one r
       const d = maxDiff(x, y);
       assert(d < 1e-3, `batched step: two ranks and one differ by ${d}`);
     }
+  });
+});
+
+Deno.test("tp runner: a step asking final hidden states gets the leader's, equal to one rank's", () => {
+  // What embeddings are pooled from: every rank runs the layers, the leader the output norm.
+  withRunners("qwen3-tiny-f16", (tp, one) => {
+    const ids = [9707, 11, 1879, 0, 553, 264, 3838, 374];
+    const s: Step = { ...batch(ids, 0, [0, 3, 7]), output: "hidden" };
+    const [x, y] = [tp.forward(s), one.forward(s)];
+    assertEquals(x.length, 3 * tp.shape.embeddingLength);
+    const d = maxDiff(x, y);
+    assert(d < 1e-3, `hidden states: two ranks and one differ by ${d}`);
+    // The next logits step is whole again: its template is not the hidden one's.
+    const logits = tp.forward(batch([42], ids.length, [0]));
+    assertEquals(logits.length, tp.shape.vocabSize);
   });
 });
 

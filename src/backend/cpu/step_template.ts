@@ -112,10 +112,10 @@ export function fillInts(t: StepTemplate, step: Step, into: Int32Array): number 
 
 /**
  * Names steps by what their recorded words depend on besides their integers: the cache
- * they write and their shape (rows, logit rows, and each sequence's rows and table
- * length). Buffers are not named: the backend forgets every template when one is
- * allocated or freed. Consecutive decode steps have the same shape, so the last key is
- * reused while the numbers it was made from match.
+ * they write and their shape (rows, output rows and what they hold, and each sequence's
+ * rows and table length). Buffers are not named: the backend forgets every template when
+ * one is allocated or freed. Consecutive decode steps have the same shape, so the last key
+ * is reused while the numbers it was made from match.
  */
 export class StepKeys {
   readonly #cacheIds = new WeakMap<KvCache, number>();
@@ -131,7 +131,8 @@ export class StepKeys {
     }
     const parts = this.#parts;
     parts.length = 0;
-    parts.push(cacheId, step.layout.positions.length, step.logitRows.length);
+    const hidden = step.output === "hidden" ? 1 : 0;
+    parts.push(cacheId, step.layout.positions.length, step.logitRows.length, hidden);
     const sequences = step.layout.sequences;
     for (let i = 0; i < sequences.length; i++) {
       const s = sequences[i];

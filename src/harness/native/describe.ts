@@ -3,6 +3,7 @@
 import type { FrontEnd } from "../../frontend/mod.ts";
 import { type GgufFile, optionalNumber } from "../../gguf/mod.ts";
 import type { GgufModel } from "../../models/family.ts";
+import type { ModelKind } from "../../models/pooling.ts";
 import type { ModelRunner } from "../../runner/mod.ts";
 
 /** What a loaded model looks like from outside. */
@@ -18,6 +19,10 @@ export interface ModelDescription {
   /** Bytes held on the GPU after loading (0 on the CPU). */
   deviceBytes: number;
   vocabSize: number;
+  /** Text generation, embeddings or rerank scores (models/pooling.ts). */
+  kind: ModelKind;
+  /** Width of an embedding (the model's hidden state). */
+  embeddingLength: number;
   device: string;
   hasToolCalls: boolean;
   hasReasoning: boolean;
@@ -74,6 +79,8 @@ export function describeModel(
     kvBytes: runner.kvBytes,
     deviceBytes: runner.deviceBytes(),
     vocabSize: model.shape.vocabSize,
+    kind: model.pooling.kind,
+    embeddingLength: model.shape.embeddingLength,
     device: runner.device,
     hasToolCalls: frontEnd.hasToolCalls,
     hasReasoning: frontEnd.hasReasoning,

@@ -8,3 +8,9 @@ export class ModelGoneError extends NeuronError {
     super(code, message);
   }
 }
+
+/**
+ * A pooling request (embeddings, rerank) the engine did not finish: a failed step, the
+ * model unloaded, the request cancelled. Keeps the engine's code (e.g. `tp_worker_failed`).
+ */
+export class PoolFailedError extends NeuronError {}

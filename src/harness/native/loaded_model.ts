@@ -18,7 +18,7 @@ import type { InferenceCall, ModelInfo, ModelStats, ModelStatus } from "../harne
 import { Admission, AdmissionError, type AdmissionLimits } from "./admission.ts";
 import { NativeGeneration, type StopReason } from "./generation.ts";
 import { ModelMetrics } from "./model_metrics.ts";
-import { planCall } from "./plan.ts";
+import { planCall, type PoolPlan } from "./plan.ts";
 
 const MIB = 1024 * 1024;
 const STATS_EVERY_MS = 1000;
@@ -37,6 +37,8 @@ export class LoadedModel {
   readonly metrics = new ModelMetrics();
   readonly #harness: string;
   readonly #active = new Set<NativeGeneration>();
+  /** Stops each pooling request in flight, saying why (unload, shutdown). */
+  readonly #pools = new Set<(reason: StopReason) => void>();
   readonly #restart: EngineRestart | null;
   readonly #servedName: string | undefined;
   #host: ModelHost;
@@ -87,7 +89,7 @@ export class LoadedModel {
       status,
       devices: this.devices,
       vram_used_mb: this.onGpu ? Math.round(onDevice / MIB) : null,
-      capabilities: ["text"],
+      capabilities: [d.kind],
       limit: { context: d.contextLength, output: d.contextLength },
       tool_call: d.hasToolCalls,
       reasoning: d.hasReasoning,
@@ -147,6 +149,7 @@ export class LoadedModel {
     // Queued before a group broke: wait for the new engine rather than the dead one.
     if (this.#recovery) await this.#recovery;
     this.#watchStats();
+    if (plan.kind === "pool") return await this.#pool(plan, call, release);
     let stream;
     try {
       stream = await this.host.generate({ id: crypto.randomUUID(), ...plan.request });
@@ -178,6 +181,40 @@ export class LoadedModel {
     return await plan.render(gen);
   }
 
+  /**
+   * Runs a pooling request (embeddings, rerank) under its admission slot: its inputs are
+   * batched by the engine, and a client that leaves cancels them.
+   */
+  async #pool(plan: PoolPlan, call: InferenceCall, release: () => void): Promise<Response> {
+    const stop = new AbortController();
+    const state: { stopped: StopReason | null } = { stopped: null };
+    const onStop = (reason: StopReason): void => {
+      state.stopped = reason;
+      stop.abort();
+    };
+    this.#pools.add(onStop);
+    try {
+      const result = await this.host.pool(
+        { id: crypto.randomUUID(), inputs: plan.inputs },
+        AbortSignal.any([call.signal, stop.signal]),
+      );
+      this.metrics.promptTokens += result.promptTokens;
+      this.metrics.outcome("completed");
+      return plan.render(result);
+    } catch (err) {
+      const reason = state.stopped;
+      this.metrics.outcome(call.signal.aborted || reason !== null ? "cancelled" : "failed");
+      if (err instanceof NeuronError && err.code === GROUP_BROKEN) this.#recover(err.message);
+      // The node stopped it (unload, shutdown): the client hears why.
+      if (reason !== null) throw new NeuronError(reason.code, reason.message);
+      throw err;
+    } finally {
+      this.#pools.delete(onStop);
+      release();
+      this.#readStats();
+    }
+  }
+
   /** Stops every request (they end with `reason`), refuses the queue, frees the engine. */
   async close(reason: StopReason): Promise<void> {
     this.#closed = true;
@@ -186,6 +223,7 @@ export class LoadedModel {
     // Queued requests hear why the model went away (model_unloaded, shutting_down).
     this.admission.rejectWaiting(new NeuronError(reason.code, reason.message));
     for (const g of this.#active) g.stop(reason);
+    for (const stop of this.#pools) stop(reason);
     if (this.#recovery) await this.#recovery;
     await this.host.close();
   }

@@ -7,9 +7,15 @@
 import { errorMessage, NeuronError } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
 import type { EngineStats } from "../../engine/mod.ts";
-import type { GenerateRequest, GenerationEvent, GenerationFault } from "../../frontend/mod.ts";
+import type {
+  GenerateRequest,
+  GenerationEvent,
+  GenerationFault,
+  PoolRequest,
+  PoolResult,
+} from "../../frontend/mod.ts";
 import type { ModelDescription } from "./describe.ts";
-import { ModelGoneError } from "./errors.ts";
+import { ModelGoneError, PoolFailedError } from "./errors.ts";
 import type { ModelLoadOptions } from "./model_session.ts";
 import type { HostMessage, WorkerMessage } from "./protocol.ts";
 import { Doorbell, isUrgent } from "./yield.ts";
@@ -37,11 +43,13 @@ export class ModelRequestError extends NeuronError {
 /** The model could not be loaded; `code` is the loader's (e.g. gguf_truncated). */
 export class ModelLoadError extends NeuronError {}
 
-/** The events of one request, in order, ending with `done`. */
+/** The events of one request, in order, ending with the `done` of its last choice. */
 export class GenerationStream implements AsyncIterable<GenerationEvent> {
   readonly #queue: GenerationEvent[] = [];
   #wake: (() => void) | null = null;
   #ended = false;
+  /** Choices still to end. */
+  #open: number;
   /** Tokens seen, for the usage of an end the Worker could not report (it died). */
   #completion = 0;
   #reasoning = 0;
@@ -50,7 +58,16 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
     readonly id: string,
     readonly promptTokens: number,
     private readonly onCancel: () => void,
-  ) {}
+    /** Choices the request generates, each ending with its own `done`. */
+    choices = 1,
+  ) {
+    this.#open = choices;
+  }
+
+  /** Whether every choice has ended. */
+  get ended(): boolean {
+    return this.#ended;
+  }
 
   push(event: GenerationEvent): void {
     if (this.#ended) return;
@@ -59,12 +76,14 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
       if (event.reasoning && !event.content) this.#reasoning += event.tokens.length;
     }
     this.#queue.push(event);
-    if (event.type === "done") this.#ended = true;
+    if (event.type === "done" && --this.#open === 0) this.#ended = true;
     this.#wake?.();
   }
 
-  /** Ends the stream with `fault`, the usage counted from what it saw. */
+  /** Ends the stream (every choice still open) with `fault`, the usage counted from what it saw. */
   fail(fault: GenerationFault): void {
+    if (this.#ended) return;
+    this.#open = 1;
     this.push({
       type: "done",
       finishReason: "error",
@@ -88,7 +107,7 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
       const event = this.#queue.shift();
       if (event !== undefined) {
         yield event;
-        if (event.type === "done") return;
+        if (this.#ended && this.#queue.length === 0) return;
         continue;
       }
       await new Promise<void>((resolve) => (this.#wake = resolve));
@@ -100,6 +119,12 @@ export class GenerationStream implements AsyncIterable<GenerationEvent> {
 interface Pending {
   accept: (stream: GenerationStream) => void;
   reject: (err: Error) => void;
+  choices: number;
+}
+
+interface PendingPool {
+  resolve: (result: PoolResult) => void;
+  reject: (err: Error) => void;
 }
 
 export class ModelHost {
@@ -107,6 +132,7 @@ export class ModelHost {
   readonly #doorbell = new Doorbell();
   readonly #streams = new Map<string, GenerationStream>();
   readonly #pending = new Map<string, Pending>();
+  readonly #pools = new Map<string, PendingPool>();
   readonly #statsWaiters = new Map<number, (stats: EngineStats) => void>();
   #statsTag = 0;
   #closed: (() => void) | null = null;
@@ -172,8 +198,27 @@ export class ModelHost {
   generate(request: GenerateRequest): Promise<GenerationStream> {
     if (this.#dead) return Promise.reject(this.#dead);
     return new Promise((accept, reject) => {
-      this.#pending.set(request.id, { accept, reject });
+      this.#pending.set(request.id, { accept, reject, choices: Math.max(1, request.n ?? 1) });
       this.#post({ op: "generate", request });
+    });
+  }
+
+  /**
+   * Runs a pooling request (embeddings, rerank scores); a signal that fires cancels it.
+   * Rejects with the refusal (ModelRequestError) or the engine's failure (PoolFailedError).
+   */
+  pool(request: PoolRequest, signal?: AbortSignal): Promise<PoolResult> {
+    if (this.#dead) return Promise.reject(this.#dead);
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => this.#post({ op: "cancel", id: request.id });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const settled = <T>(f: (v: T) => void) => (v: T): void => {
+        signal?.removeEventListener("abort", onAbort);
+        this.#pools.delete(request.id);
+        f(v);
+      };
+      this.#pools.set(request.id, { resolve: settled(resolve), reject: settled(reject) });
+      this.#post({ op: "pool", request });
     });
   }
 
@@ -212,22 +257,31 @@ export class ModelHost {
           msg.id,
           msg.promptTokens,
           () => this.#post({ op: "cancel", id: msg.id }),
+          pending.choices,
         );
         this.#streams.set(msg.id, stream);
         pending.accept(stream);
         return;
       }
-      case "rejected":
-        this.#pending.get(msg.id)?.reject(new ModelRequestError(msg.code, msg.message));
+      case "rejected": {
+        const err = new ModelRequestError(msg.code, msg.message);
+        (this.#pending.get(msg.id) ?? this.#pools.get(msg.id))?.reject(err);
         this.#pending.delete(msg.id);
         return;
+      }
       case "event": {
         const stream = this.#streams.get(msg.id);
         if (!stream) return;
         stream.push(msg.event);
-        if (msg.event.type === "done") this.#streams.delete(msg.id);
+        if (stream.ended) this.#streams.delete(msg.id);
         return;
       }
+      case "pooled":
+        this.#pools.get(msg.id)?.resolve(msg.result);
+        return;
+      case "pool_failed":
+        this.#pools.get(msg.id)?.reject(new PoolFailedError(msg.code, msg.message));
+        return;
       case "stats":
         this.#statsWaiters.get(msg.tag)?.(msg.stats);
         this.#statsWaiters.delete(msg.tag);
@@ -244,8 +298,9 @@ export class ModelHost {
     if (this.#dead) return;
     this.#dead = err;
     const code = err instanceof NeuronError ? err.code : "engine_crashed";
-    for (const p of this.#pending.values()) p.reject(err);
+    for (const p of [...this.#pending.values(), ...this.#pools.values()]) p.reject(err);
     this.#pending.clear();
+    this.#pools.clear();
     for (const [id, s] of this.#streams) {
       s.fail({ code, message: errorMessage(err) });
       this.#streams.delete(id);

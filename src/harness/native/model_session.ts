@@ -6,17 +6,19 @@
 
 import type { DeviceChoice } from "../../backend/mod.ts";
 import type { KvDType, StepInterrupt } from "../../backend/backend.ts";
-import { Engine, type EngineStats, kvPoolBlocks } from "../../engine/mod.ts";
+import { Engine, type EngineStats, GREEDY, kvPoolBlocks } from "../../engine/mod.ts";
 import {
   FrontEnd,
   type GenerateRequest,
   type GenerationEvent,
   type Pause,
+  type PoolRequest,
+  type PoolResult,
 } from "../../frontend/mod.ts";
 import type { GgufModel } from "../../models/family.ts";
 import { type ModelRunner, openModel, openRunner } from "../../runner/mod.ts";
 import { describeModel, type ModelDescription } from "./describe.ts";
-import { ModelGoneError } from "./errors.ts";
+import { ModelGoneError, PoolFailedError } from "./errors.ts";
 
 const KV_BLOCK_SIZE = 16;
 
@@ -67,7 +69,7 @@ export class ModelSession {
     try {
       const cap = options.contextLength > 0 ? options.contextLength : model.shape.contextLength;
       const contextLength = Math.min(cap, model.shape.contextLength);
-      const frontEnd = FrontEnd.fromGguf(model.file, contextLength);
+      const frontEnd = FrontEnd.fromGguf(model.file, contextLength, model.pooling.rerankPrompt);
       const kv = {
         blockSize: KV_BLOCK_SIZE,
         nBlocks: kvPoolBlocks(
@@ -87,6 +89,7 @@ export class ModelSession {
           maxBatchTokens: options.maxBatchTokens,
           stepTargetMs: options.stepTargetMs,
           kv,
+          hidden: model.pooling.kind !== "text",
         });
         return new ModelSession(model, frontEnd, runner, engine, contextLength);
       } catch (err) {
@@ -116,8 +119,65 @@ export class ModelSession {
   ): Promise<number> {
     const prepared = await this.frontEnd.prepare(request, sink, pause);
     if (this.#closed) throw new ModelGoneError("engine_closed", "the model was unloaded");
-    this.engine.submit(prepared.request, prepared.output);
+    this.engine.submit(prepared.request, prepared.outputs);
     return prepared.request.prompt.length;
+  }
+
+  /**
+   * Tokenizes a pooling request's inputs (`pause` between them) and queues one sequence
+   * per input; resolves once they are queued, with the promise of the result: each input's
+   * pooled final hidden state (an embedding model) or its score (a reranker's head). Errors
+   * (an input too long, a model that does not pool) reject it before anything is queued.
+   */
+  async pool(request: PoolRequest, pause?: Pause): Promise<{ result: Promise<PoolResult> }> {
+    const { pooling, rankHead } = this.model.pooling;
+    if (pooling === null) {
+      throw new PoolFailedError("invalid_request", "this model does not pool hidden states");
+    }
+    if (request.inputs.length === 0) throw new PoolFailedError("invalid_request", "no inputs");
+    const prompts = await this.frontEnd.poolPrompts(request.inputs, pause);
+    if (this.#closed) throw new ModelGoneError("engine_closed", "the model was unloaded");
+    const vectors: Float32Array[] = new Array(prompts.length);
+    let left = prompts.length;
+    let settle!: { resolve: (r: PoolResult) => void; reject: (e: Error) => void };
+    const result = new Promise<PoolResult>((resolve, reject) => (settle = { resolve, reject }));
+    const done = (): void => {
+      if (--left > 0) return;
+      settle.resolve({
+        vectors: rankHead === null ? vectors : [],
+        scores: rankHead === null ? [] : vectors.map((v) => rankHead.score(v)[0]),
+        promptTokens: prompts.reduce((n, p) => n + p.length, 0),
+      });
+    };
+    let failed = false;
+    const fail = (code: string, message: string): void => {
+      if (failed) return;
+      failed = true;
+      settle.reject(new PoolFailedError(code, message));
+      this.engine.cancel(request.id);
+    };
+    try {
+      prompts.forEach((prompt, i) =>
+        this.engine.submit(
+          { id: request.id, prompt, sampling: GREEDY, stopTokenIds: [], pooling },
+          {
+            token: () => false,
+            pooled: (v) => (vectors[i] = v),
+            finished: (reason) =>
+              reason === "cancelled"
+                ? fail("request_cancelled", "the request was cancelled")
+                : done(),
+            failed: (code, message) => fail(code, message),
+          },
+        )
+      );
+    } catch (err) {
+      // What was queued before the input that failed is dropped; the refusal is the answer.
+      result.catch(() => {});
+      this.engine.cancel(request.id);
+      throw err;
+    }
+    return { result };
   }
 
   /** Stops a request (queued or running); it ends with a `done` of reason `cancelled`. */

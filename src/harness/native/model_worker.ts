@@ -83,6 +83,25 @@ self.onmessage = (e: MessageEvent<HostMessage>): void => {
       );
       return;
     }
+    case "pool": {
+      const id = msg.request.id;
+      if (session === null) {
+        send({ op: "rejected", id, code: "engine_closed", message: "model not loaded" });
+        return;
+      }
+      const pause = () => yieldToEventLoop(doorbell, () => received);
+      session.pool(msg.request, pause).then(
+        ({ result }) => {
+          run();
+          result.then(
+            (r) => send({ op: "pooled", id, result: r }),
+            (err) => send({ op: "pool_failed", id, code: codeOf(err), message: errorMessage(err) }),
+          );
+        },
+        (err) => send({ op: "rejected", id, code: codeOf(err), message: errorMessage(err) }),
+      );
+      return;
+    }
     case "cancel":
       session?.cancel(msg.id);
       return;

@@ -105,7 +105,7 @@ export const BATCH_FIELDS = {
 
 export const GGML_TYPE_F16 = 1;
 
-export const POOLING = { unspecified: -1, none: 0, mean: 1, cls: 2, last: 3 } as const;
+export const POOLING = { unspecified: -1, none: 0, mean: 1, cls: 2, last: 3, rank: 4 } as const;
 export type Pooling = Exclude<keyof typeof POOLING, "unspecified">;
 
 export const SYMBOLS = {
@@ -128,6 +128,7 @@ export const SYMBOLS = {
   llama_attach_threadpool: { parameters: ["pointer", "pointer", "pointer"], result: "void" },
   llama_model_get_vocab: { parameters: ["pointer"], result: "pointer" },
   llama_model_n_embd: { parameters: ["pointer"], result: "i32" },
+  llama_model_n_cls_out: { parameters: ["pointer"], result: "u32" },
   llama_model_meta_val_str: {
     parameters: ["pointer", "buffer", "buffer", "usize"],
     result: "i32",

@@ -71,11 +71,11 @@ function logSink(): { callback: Deno.UnsafeCallback<typeof LOG_CALLBACK>; take()
 }
 
 async function load(): Promise<LlamaLibrary> {
-  // ggml's load-time hook (run by the first library that pulls in libggml-base, the CPU
-  // variants scored below included) chains std::terminate and asserts it was not chained
-  // already; in a process that loaded another C++ library first (the CUDA emulator, in a
-  // parallel test run) that assertion aborts the process. Its crash backtrace (through
-  // gdb) is noise in tests anyway.
+  // libggml-base installs a std::terminate handler as it loads (a backtrace for uncaught
+  // C++ exceptions) and asserts that the handler installed is not its own. Probing the CPU
+  // variants loads and unloads it, leaving the handler of an unloaded copy; when the next
+  // copy maps at the same address (it does once the CUDA emulator shares the process) the
+  // assertion aborts the process. ggml's switch leaves the handler out; nothing else changes.
   Deno.env.set("GGML_NO_BACKTRACE", "1");
   const bins = await llamaBinaries();
   const variant = cpuVariant(bins);
