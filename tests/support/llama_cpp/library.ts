@@ -1,11 +1,11 @@
 /**
- * llama.cpp loaded once per process: the libraries opened, the chosen CPU backend
- * registered, the build checked, and llama.cpp's log routed here. Its informational lines
- * are dropped (a model load prints hundreds); warnings and errors are kept, so that a
- * failure can say what llama.cpp said.
+ * llama.cpp loaded once per test file: the libraries opened, the chosen CPU backend
+ * registered, the build checked, and llama.cpp's log silenced by a native logger
+ * (quiet_log.ts says why it cannot be a JavaScript callback).
  */
 
 import { LlamaRefError } from "./errors.ts";
+import { LOG_HINT, quietLogger } from "./quiet_log.ts";
 import {
   GGML_BASE_SYMBOLS,
   GGML_CPU_SYMBOLS,
@@ -21,7 +21,7 @@ export interface LlamaLibrary {
   symbols: LlamaSymbols;
   /** The CPU backend in use, e.g. "zen4". */
   cpuVariant: string;
-  /** llama.cpp's warnings and errors since the last call, then forgotten. */
+  /** What to say of llama.cpp's log in an error (it is off in tests: quiet_log.ts). */
   takeLog(): string;
   /**
    * A CPU threadpool of `threads` whose idle threads sleep instead of spinning (poll 0):
@@ -32,10 +32,6 @@ export interface LlamaLibrary {
   freeThreadpool(pool: Deno.PointerObject): void;
 }
 
-const GGML_LOG_LEVEL_WARN = 3;
-const GGML_LOG_LEVEL_CONT = 5;
-const KEPT_LINES = 40;
-
 /** A NUL-terminated UTF-8 copy of `s`, for `const char *` parameters. */
 export function cString(s: string): Uint8Array<ArrayBuffer> {
   const bytes = new TextEncoder().encode(s);
@@ -43,31 +39,6 @@ export function cString(s: string): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(new ArrayBuffer(bytes.length + 1));
   out.set(bytes);
   return out;
-}
-
-const LOG_CALLBACK = { parameters: ["i32", "pointer", "pointer"], result: "void" } as const;
-
-function logSink(): { callback: Deno.UnsafeCallback<typeof LOG_CALLBACK>; take(): string } {
-  let kept: string[] = [];
-  let keeping = false;
-  const callback = new Deno.UnsafeCallback(
-    LOG_CALLBACK,
-    (level, text) => {
-      // CONT continues the previous line at the previous line's level.
-      if (level !== GGML_LOG_LEVEL_CONT) keeping = level >= GGML_LOG_LEVEL_WARN;
-      if (!keeping || text === null) return;
-      kept.push(Deno.UnsafePointerView.getCString(text));
-      if (kept.length > KEPT_LINES) kept = kept.slice(-KEPT_LINES);
-    },
-  );
-  return {
-    callback,
-    take: () => {
-      const out = kept.join("").trim();
-      kept = [];
-      return out;
-    },
-  };
 }
 
 async function load(): Promise<LlamaLibrary> {
@@ -99,8 +70,8 @@ async function load(): Promise<LlamaLibrary> {
       `libggml is commit ${commit}, the binding mirrors llama.h of ${GGML_COMMIT}`,
     );
   }
-  const log = logSink();
-  llama.symbols.llama_log_set(log.callback.pointer, null);
+  const log = { take: (): string => LOG_HINT };
+  llama.symbols.llama_log_set(await quietLogger(), null);
   llama.symbols.llama_backend_init();
   if (ggml.symbols.ggml_backend_load(new TextEncoder().encode(`${variant.path}\0`)) === null) {
     throw new LlamaRefError(
