@@ -13,7 +13,6 @@
  * finishing early takes over the rest of another's share within a few microseconds. */
 #define ITEM_BYTES 16384
 /* Tokens one row-by-row pass carries. */
-#define ROW_TOKENS 4
 /* Matrices one nk_matmul_many call takes. */
 #define NK_MANY_MAX 8
 
@@ -70,7 +69,7 @@ static void quantize_task(void *arg, int32_t ith, int32_t nth) {
 
 void nk_mm_quantize(nk_pool *pool, const nk_mm *mm) {
   const nk_isa_ops *ops = nk_pool_ops(pool);
-  if (mm->n_tokens > ROW_TOKENS) {
+  if (mm->n_tokens > NK_ROW_TOKENS) {
     quantize_args a = {.pool = pool, .ops = ops, .mm = mm};
     nk_pool_run(pool, quantize_task, &a);
     return;
@@ -133,20 +132,7 @@ static void rows_task(void *arg, int32_t ith, int32_t nth) {
     int64_t r0;
     const nk_mm *mm = item_at(a, i, &m, &r0);
     const int64_t r1 = r0 + a->per[m] < mm->rows ? r0 + a->per[m] : mm->rows;
-    /* The kernels prefetch ahead of the rows they compute; a jump needs a head start. */
-    const uint8_t *p = mm->w + r0 * mm->row_bytes;
-    if (p != last) {
-      for (int64_t o = 0; o < mm->line_ahead; o += 64) __builtin_prefetch(p + o, 0, 3);
-    }
-    last = mm->w + r1 * mm->row_bytes;
-    for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += ROW_TOKENS) {
-      const int32_t nt = (int32_t)(mm->n_tokens - t0 < ROW_TOKENS ? mm->n_tokens - t0 : ROW_TOKENS);
-      if (mm->tr->quant) {
-        a->ops->qdot_rows(mm, r0, r1, t0, nt);
-      } else {
-        a->ops->fdot_rows(mm, r0, r1, t0, nt);
-      }
-    }
+    nk_mm_rows(a->ops, mm, r0, r1, &last);
   }
 }
 
@@ -267,7 +253,7 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
   if (quant) {
     if (alloc_act(pool, &a.mm[0], k_only) != NK_OK) return NK_ENOMEM;
     for (int32_t m = 1; m < n; m++) a.mm[m].act = a.mm[0].act;
-    a.quantize_in_task = !packed && n_tokens <= ROW_TOKENS && nk_pool_threads(pool) > 1;
+    a.quantize_in_task = !packed && n_tokens <= NK_ROW_TOKENS && nk_pool_threads(pool) > 1;
     if (!a.quantize_in_task) quantize(&a);
   }
   if (packed) {

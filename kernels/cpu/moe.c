@@ -23,7 +23,6 @@
 #define MANY_MAX 8
 /* Bytes of weights per work item of the row-by-row path (matmul.c's ITEM_BYTES). */
 #define ITEM_BYTES 16384
-#define ROW_TOKENS 4
 
 void nk_argsort_desc(int32_t *idx, int64_t n, const float *p);
 
@@ -138,19 +137,7 @@ static void experts_rows(void *arg, int32_t ith, int32_t nth) {
     const nk_mm *mm = &a->jobs[m];
     const int64_t r0 = (i - a->first[m]) * a->per[m];
     const int64_t r1 = r0 + a->per[m] < mm->rows ? r0 + a->per[m] : mm->rows;
-    const uint8_t *p = mm->w + r0 * mm->row_bytes;
-    if (p != last) {
-      for (int64_t o = 0; o < mm->line_ahead; o += 64) __builtin_prefetch(p + o, 0, 3);
-    }
-    last = mm->w + r1 * mm->row_bytes;
-    for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += ROW_TOKENS) {
-      const int32_t nt = (int32_t)(mm->n_tokens - t0 < ROW_TOKENS ? mm->n_tokens - t0 : ROW_TOKENS);
-      if (mm->tr->quant) {
-        a->ops->qdot_rows(mm, r0, r1, t0, nt);
-      } else {
-        a->ops->fdot_rows(mm, r0, r1, t0, nt);
-      }
-    }
+    nk_mm_rows(a->ops, mm, r0, r1, &last);
   }
 }
 

@@ -322,6 +322,30 @@ typedef struct {
   uint64_t (*read_words)(const uint8_t *p, int64_t n, int32_t pattern);
 } nk_isa_ops;
 
+/* Tokens the row kernels (qdot_rows / fdot_rows) take at once. */
+#define NK_ROW_TOKENS 4
+
+/* Rows [r0, r1) of mm for all its tokens, row by row. `*last` is where the caller's previous
+ * rows ended: the kernels prefetch ahead of the rows they compute, so a jump needs a head
+ * start. */
+static inline void nk_mm_rows(const nk_isa_ops *ops, const nk_mm *mm, int64_t r0, int64_t r1,
+                              const uint8_t **last) {
+  const uint8_t *p = mm->w + r0 * mm->row_bytes;
+  if (p != *last) {
+    for (int64_t o = 0; o < mm->line_ahead; o += 64) __builtin_prefetch(p + o, 0, 3);
+  }
+  *last = mm->w + r1 * mm->row_bytes;
+  for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += NK_ROW_TOKENS) {
+    const int64_t left = mm->n_tokens - t0;
+    const int32_t nt = (int32_t)(left < NK_ROW_TOKENS ? left : NK_ROW_TOKENS);
+    if (mm->tr->quant) {
+      ops->qdot_rows(mm, r0, r1, t0, nt);
+    } else {
+      ops->fdot_rows(mm, r0, r1, t0, nt);
+    }
+  }
+}
+
 extern const nk_isa_ops nk_ops_scalar;
 extern const nk_isa_ops nk_ops_avx2;
 extern const nk_isa_ops nk_ops_avx512;

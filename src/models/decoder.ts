@@ -191,6 +191,16 @@ export abstract class Decoder<L> implements Model {
     this.backend.embed(x, this.outer.tokenEmbd, ids);
   }
 
+  /** The model's own rope (its base and linear scaling from the file) in `style`. */
+  protected modelRope(style: RopeSpec["style"], freqFactors: Weight | null = null): RopeSpec {
+    return {
+      style,
+      base: this.hparams.ropeBase,
+      freqScale: this.hparams.ropeFreqScale,
+      freqFactors,
+    };
+  }
+
   /** The attention shape of this rank's heads, every position visible. */
   protected attentionShape(scale = 1 / Math.sqrt(this.hparams.headDim)): AttentionShape {
     return {

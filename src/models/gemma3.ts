@@ -98,7 +98,7 @@ class Gemma3Model extends Decoder<Gemma3Layer> {
     // As llama.cpp: the 27B model (62 layers) scales by its hidden size per head.
     const scale = 1 / Math.sqrt(hp.nLayers === 62 ? nEmbd / hp.nHeads : headDim);
     const global: LayerAttention = {
-      rope: { style: "neox", base: hp.ropeBase, freqScale: hp.ropeFreqScale, freqFactors: null },
+      rope: this.modelRope("neox"),
       shape: this.attentionShape(scale),
     };
     const local: LayerAttention = {

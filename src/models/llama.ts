@@ -49,12 +49,7 @@ class LlamaModel extends Decoder<LlamaLayer> {
     }));
     super(hp, w, loadOuter(w, hp), layers);
     const factors = "rope_freqs.weight";
-    this.#rope = {
-      style: "norm",
-      base: hp.ropeBase,
-      freqScale: hp.ropeFreqScale,
-      freqFactors: w.has(factors) ? w.weight(factors, hp.headDim / 2) : null,
-    };
+    this.#rope = this.modelRope("norm", w.has(factors) ? w.weight(factors, hp.headDim / 2) : null);
     // Some llama-architecture files (Granite) set their own softmax scale.
     const scale = new ArchKeys(w.file, "llama").numberOr("attention.scale", 0);
     this.#shape = this.attentionShape(scale > 0 ? scale : undefined);

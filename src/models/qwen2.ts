@@ -52,12 +52,7 @@ class Qwen2Model extends Decoder<Qwen2Layer> {
       ...loadFfn(w, hp, i),
     }));
     super(hp, w, loadOuter(w, hp), layers);
-    this.#rope = {
-      style: "neox",
-      base: hp.ropeBase,
-      freqScale: hp.ropeFreqScale,
-      freqFactors: null,
-    };
+    this.#rope = this.modelRope("neox");
   }
 
   protected layer(l: Qwen2Layer, i: number, s: StepActs): void {

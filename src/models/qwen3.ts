@@ -50,12 +50,7 @@ class Qwen3Model extends Decoder<Qwen3Layer> {
       ...loadFfn(w, hp, i),
     }));
     super(hp, w, loadOuter(w, hp), layers);
-    this.#rope = {
-      style: "neox",
-      base: hp.ropeBase,
-      freqScale: hp.ropeFreqScale,
-      freqFactors: null,
-    };
+    this.#rope = this.modelRope("neox");
   }
 
   protected layer(l: Qwen3Layer, i: number, s: StepActs): void {

@@ -52,12 +52,7 @@ class Qwen3MoeModel extends Decoder<Qwen3MoeLayer> {
       ...loadMoe(w, hp, i),
     }));
     super(hp, w, loadOuter(w, hp), layers);
-    this.#rope = {
-      style: "neox",
-      base: hp.ropeBase,
-      freqScale: hp.ropeFreqScale,
-      freqFactors: null,
-    };
+    this.#rope = this.modelRope("neox");
     this.#moe = new MoeFfn(this.backend, hp, this.local.nFf);
   }
 
