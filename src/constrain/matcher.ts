@@ -10,7 +10,7 @@
 import type { TokenFilter } from "../engine/mod.ts";
 import { ConstraintError } from "./errors.ts";
 import { DEAD } from "./automaton.ts";
-import type { TokenMasks } from "./token_masks.ts";
+import type { TokenMask, TokenMasks } from "./token_masks.ts";
 
 /** Where the reasoning block of a thinking model stands when generation starts. */
 export interface ReasoningTokens {
@@ -99,6 +99,36 @@ export class GrammarMatcher implements TokenFilter {
     this.#state = next;
   }
 
+  admits(ids: readonly number[]): number {
+    let phase = this.#phase;
+    let state = this.#state;
+    const reasoning = this.#reasoning;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
+      if (phase === "done") return i;
+      if (phase === "reasoning") {
+        if (this.#eog.includes(id)) return i;
+        if (id === reasoning!.close) phase = "grammar";
+        continue;
+      }
+      if (phase === "open" && id === reasoning!.open) {
+        phase = "reasoning";
+        continue;
+      }
+      phase = "grammar";
+      const mask = this.#masks.mask(state);
+      if (this.#eog.includes(id)) {
+        if (!mask.accepting && !maskHas(mask, id)) return i;
+        phase = "done";
+        continue;
+      }
+      if (!maskHas(mask, id)) return i;
+      state = this.#masks.automaton.walk(state, this.#masks.trie.pieces[id]);
+      if (state === DEAD) return i;
+    }
+    return ids.length;
+  }
+
   /** Forbids what the grammar state forbids; false when nothing is allowed. */
   #apply(logits: Float32Array): boolean {
     const mask = this.#masks.mask(this.#state);
@@ -119,6 +149,19 @@ export class GrammarMatcher implements TokenFilter {
     logits.fill(-Infinity);
     for (let i = 0; i < ids.length; i++) logits[ids[i]] = kept[i];
   }
+}
+
+/** Whether `mask` allows token `id`. */
+function maskHas(mask: TokenMask, id: number): boolean {
+  if (mask.bits !== null) return (mask.bits[id >>> 5] & (1 << (id & 31))) !== 0;
+  const ids = mask.ids!;
+  let lo = 0, hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ids[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ids.length && ids[lo] === id;
 }
 
 /** Sets every logit whose bit is clear to -Infinity, visiting only the clear bits. */

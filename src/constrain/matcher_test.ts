@@ -116,3 +116,51 @@ Deno.test("matcher: tokens that split a character are followed byte by byte", ()
   assertEquals(tokens(masks.automaton.start), [0, 1]);
   assertEquals(tokens(masks.automaton.walk(masks.automaton.start, pieces[1])), [2]);
 });
+
+Deno.test("matcher: admits counts the draft tokens restrict and accept would allow, changing nothing", () => {
+  const masks = setup(
+    String.raw`root ::= "{" ws ("\"" [a-b]* "\"")? ws "}"` + "\nws ::= [ \\n]{0,2}",
+  );
+  const reasoning = { open: OPEN, close: CLOSE, startInside: false, mayOpen: true };
+  let seed = 12345;
+  const random = (n: number): number => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  const replay = (ids: number[]): GrammarMatcher => {
+    const m = new GrammarMatcher(masks, EOG, reasoning);
+    for (const id of ids) m.accept(id);
+    return m;
+  };
+  let cut = 0;
+  for (let trial = 0; trial < 300; trial++) {
+    // Tokens taken first (each one allowed), then a draft: mostly tokens the grammar takes
+    // next, now and then any token.
+    const taken: number[] = [];
+    for (let n = random(5); n > 0; n--) {
+      const ok = allowed(replay(taken));
+      if (ok === null) break;
+      taken.push(ok[random(ok.length)]);
+    }
+    const draft: number[] = [];
+    let free = false;
+    for (let n = 1 + random(5); n > 0; n--) {
+      const ok: number[] | null = free ? null : allowed(replay([...taken, ...draft]));
+      free = ok === null || random(4) === 0;
+      draft.push(free ? random(PIECES.length) : ok![random(ok!.length)]);
+    }
+    const walker = replay(taken);
+    let expected = 0;
+    for (const id of draft) {
+      if (!(allowed(walker) ?? []).includes(id)) break;
+      walker.accept(id);
+      expected++;
+    }
+    const m = replay(taken);
+    const before = allowed(m);
+    assertEquals(m.admits(draft), expected, `after ${taken}, draft ${draft}`);
+    assertEquals(allowed(m), before, "admits changed nothing");
+    if (expected < draft.length) cut++;
+  }
+  assert(cut > 30 && cut < 270, `${cut} of 300 drafts cut`);
+});

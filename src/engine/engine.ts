@@ -16,6 +16,7 @@ import type { EngineOptions, EngineRequest, EngineStats, SequenceObserver } from
 import { type SampledToken, topIds } from "./sampler.ts";
 import { type ScheduledRun, Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
+import { draftShare, type SpeculativeParams } from "./spec/speculation.ts";
 import { StepBudget, stepWork } from "./step_budget.ts";
 
 /**
@@ -51,6 +52,7 @@ export class Engine {
   readonly #hidden: boolean;
   /** The last step stopped early (see `step`). */
   #interrupted = false;
+  readonly #speculative: SpeculativeParams | undefined;
   readonly #stats = {
     prefillTokens: 0,
     prefillSeconds: 0,
@@ -59,6 +61,10 @@ export class Engine {
     steps: 0,
     stepTokens: 0,
     interruptedSteps: 0,
+    specVerifications: 0,
+    specDrafted: 0,
+    specAccepted: 0,
+    specTokens: 0,
   };
 
   constructor(runner: ModelRunner, options: EngineOptions) {
@@ -66,6 +72,7 @@ export class Engine {
     this.#pool = new BlockPool(options.kv.nBlocks, options.kv.blockSize);
     this.#contextLength = options.contextLength;
     this.#hidden = options.hidden ?? false;
+    this.#speculative = options.speculative;
     this.#scheduler = new Scheduler(this.#pool, {
       maxSequences: Math.max(1, options.maxSequences),
       copyRows: runner.copyKvRows,
@@ -121,8 +128,15 @@ export class Engine {
           `${ids.length} tokens` + (asked ? ` and ${asked} more were requested` : ""),
       );
     }
+    const speculative = request.speculative ?? this.#speculative;
+    if (speculative?.mode === "draft") {
+      throw new EngineError(
+        "invalid_request",
+        "speculative mode 'draft' needs a draft model, and this model was loaded without one",
+      );
+    }
     const [first, ...others] = observers.map((o, i) =>
-      new Sequence(request, asked ?? room, vocabSize, o, i)
+      new Sequence(request, asked ?? room, vocabSize, o, i, speculative)
     );
     first.followers = others;
     this.#scheduler.enqueue(first);
@@ -158,6 +172,7 @@ export class Engine {
    * steps always run whole.
    */
   step(interrupt?: StepInterrupt): void {
+    this.#draft();
     const runs = this.#scheduler.schedule(this.#budget);
     if (runs.length === 0) return;
 
@@ -169,12 +184,16 @@ export class Engine {
     let prefill = 0;
     for (const run of runs) {
       const rowStart = ids.length;
+      const fed = run.count - run.draft.length;
       for (let i = 0; i < run.count; i++) {
-        ids.push(run.seq.tokens[run.start + i]);
+        ids.push(i < fed ? run.seq.tokens[run.start + i] : run.draft[i - fed]);
         positions.push(run.start + i);
       }
       if (run.seq.prefilling) prefill += run.count;
-      const rows = run.seq.outputRows(run.start, run.count, run.sample);
+      // A verification needs every row: each drafted token is checked against the one before.
+      const rows = run.draft.length > 0
+        ? Array.from({ length: run.count }, (_, i) => i)
+        : run.seq.outputRows(run.start, run.count, run.sample);
       for (const r of rows) outRows.push(rowStart + r);
       outputs.push({ run, rows: rows.length });
       slices.push({ rowStart, rowCount: run.count, blockTable: Int32Array.from(run.seq.blocks) });
@@ -197,10 +216,13 @@ export class Engine {
       return;
     }
     const seconds = (performance.now() - started) / 1000;
-    this.#account(prefill, ids.length - prefill, seconds);
     this.#budget.observe(stepWork(runs), seconds);
     this.#scheduler.complete(runs);
+    const { specDrafted, specAccepted } = this.#stats;
     this.#deliver(outputs, result);
+    const rejected = this.#stats.specDrafted - specDrafted -
+      (this.#stats.specAccepted - specAccepted);
+    this.#account(prefill, ids.length - prefill, rejected, seconds);
     this.#scheduler.retire();
   }
 
@@ -247,6 +269,16 @@ export class Engine {
       const first = r;
       r += rows;
       if (seq.finished) continue;
+      if (run.draft.length > 0) {
+        this.#verify(
+          run,
+          "argmax" in result
+            ? (i) => ({ token: { id: result.argmax[first + i] } })
+            : (i) =>
+              this.#pick(seq, result.rows.subarray((first + i) * width, (first + i + 1) * width)),
+        );
+        continue;
+      }
       if ("argmax" in result) {
         if (rows > 0 && seq.promptDone()) seq.onToken({ id: result.argmax[first] }, undefined);
         continue;
@@ -263,6 +295,49 @@ export class Engine {
       if (!sample) continue;
       this.#take(seq, this.#pick(seq, logits));
     }
+  }
+
+  /** Drafts for this step's decoding sequences that speculate, as long as the batch, what
+   * each may still produce and the context's end allow. */
+  #draft(): void {
+    const decoding = this.#scheduler.running.filter((s) => !s.prefilling && !s.finished);
+    const share = draftShare(decoding.length);
+    for (const seq of this.#scheduler.running) seq.draft = [];
+    for (const seq of decoding) {
+      if (seq.speculation === null) continue;
+      const most = Math.min(share, seq.remaining - 1, this.#contextLength - seq.tokens.length);
+      seq.draft = seq.speculation.draft(seq.tokens, Math.max(0, most), seq.filter);
+    }
+  }
+
+  /**
+   * Verifies a run's draft: row i is sampled exactly as a plain decode step would sample it
+   * after the tokens taken so far (constraint, bias, penalties, seeded draw, log-probs, stop
+   * tokens and strings, the token budget); while its token is the drafted one, the next row
+   * is taken too. Rows after the first mismatch are dropped with their positions.
+   * At temperature > 0 this is speculative sampling with a point-mass draft (q(d) = 1): d
+   * is accepted with probability p(d) = min(1, p(d)/q(d)), else the token comes from p
+   * without d, renormalised (the residual max(0, p - q)). The draw is plain decoding's own,
+   * from the same seeded stream: a seed gives the same tokens with speculation or without.
+   */
+  #verify(run: ScheduledRun, row: (i: number) => Pick): void {
+    const seq = run.seq;
+    const k = run.draft.length;
+    const before = seq.generated;
+    let accepted = 0;
+    for (let i = 0; i <= k; i++) {
+      const pick = row(i);
+      this.#take(seq, pick);
+      const hit = i < k && pick.token?.id === run.draft[i];
+      if (hit) accepted++;
+      if (!hit || seq.finished) break;
+    }
+    this.#stats.specVerifications++;
+    this.#stats.specDrafted += k;
+    this.#stats.specAccepted += accepted;
+    this.#stats.specTokens += seq.generated - before;
+    seq.speculation?.observe(k, accepted);
+    this.#scheduler.settle(seq, accepted);
   }
 
   /** The other choices of `leader`'s request start from its prompt (fork.ts). */
@@ -311,14 +386,16 @@ export class Engine {
     ]);
   }
 
-  #account(prefill: number, decode: number, seconds: number): void {
+  /** Counts a step's tokens and splits its time by positions fed; drafted tokens the
+   * verifications rejected took time but are no decoded tokens. */
+  #account(prefill: number, decode: number, rejected: number, seconds: number): void {
     const total = prefill + decode;
     if (total === 0) return;
     this.#stats.steps++;
     this.#stats.stepTokens += total;
     this.#stats.prefillTokens += prefill;
     this.#stats.prefillSeconds += (seconds * prefill) / total;
-    this.#stats.decodeTokens += decode;
+    this.#stats.decodeTokens += decode - rejected;
     this.#stats.decodeSeconds += (seconds * decode) / total;
   }
 }

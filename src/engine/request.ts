@@ -6,6 +6,7 @@
 
 import type { Pooling } from "../models/pooling.ts";
 import type { SampledToken, SamplingParams } from "./sampler.ts";
+import type { SpeculativeParams } from "./spec/speculation.ts";
 
 export interface EngineRequest {
   id: string;
@@ -37,6 +38,8 @@ export interface EngineRequest {
   promptLogprobs?: number;
   /** Narrows every next token to those a constraint allows (structured output). */
   filter?: TokenFilter;
+  /** Speculative decoding for this request; absent: the engine's default. */
+  speculative?: SpeculativeParams;
 }
 
 /**
@@ -53,6 +56,13 @@ export interface TokenFilter {
   restrict(logits: Float32Array): boolean;
   /** The sequence took `id` (one `restrict` allowed). */
   accept(id: number): void;
+  /**
+   * How many of `ids`, each after the ones before it, the constraint would allow from
+   * where it stands, changing nothing: a speculative draft ends before the first refused
+   * token. Absent: drafts are not cut (a refused token is never sampled, so its
+   * verification refuses it).
+   */
+  admits?(ids: readonly number[]): number;
 }
 
 /** How the engine ended a sequence. */
@@ -107,6 +117,8 @@ export interface EngineOptions {
    * decoding streams, which such an engine has none of), and never stopped midway.
    */
   hidden?: boolean;
+  /** Speculative decoding for requests that do not say (default: off). */
+  speculative?: SpeculativeParams;
 }
 
 export interface EngineStats {
@@ -128,4 +140,10 @@ export interface EngineStats {
   prefillSeconds: number;
   decodeTokens: number;
   decodeSeconds: number;
+  /** Speculative decoding: verifications run, tokens drafted, drafted tokens accepted,
+   * and tokens the verifications produced (accepted ones and the one sampled after). */
+  specVerifications: number;
+  specDrafted: number;
+  specAccepted: number;
+  specTokens: number;
 }

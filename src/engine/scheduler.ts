@@ -38,6 +38,11 @@ export interface ScheduledRun {
   count: number;
   /** The run reaches the sequence's last token: its logits pick the next token. */
   sample: boolean;
+  /**
+   * Drafted tokens fed after the last one (speculative decoding): the run's `count`
+   * includes them, and every one of its rows is verified.
+   */
+  draft: number[];
 }
 
 /** A prefill that completes in a step leaves at least this many tokens of that step to
@@ -82,7 +87,8 @@ export class Scheduler {
     for (const seq of [...this.running]) {
       if (seq.prefilling || !this.running.includes(seq)) continue;
       if (this.#reserve(seq, seq.cached + 1, runs)) {
-        runs.push({ seq, start: seq.cached, count: 1, sample: true });
+        const draft = this.#reserveDraft(seq);
+        runs.push({ seq, start: seq.cached, count: 1 + draft.length, sample: true, draft });
       }
     }
     this.#admit();
@@ -106,7 +112,7 @@ export class Scheduler {
       if (count <= 0 || (completing !== Infinity && count < seq.uncached)) continue;
       if (!this.#reserve(seq, seq.cached + count, runs)) continue;
       const sample = count === seq.uncached;
-      runs.push({ seq, start: seq.cached, count, sample });
+      runs.push({ seq, start: seq.cached, count, sample, draft: [] });
       fedPrompt = true;
       if (completing !== Infinity) completing -= count;
       else if (sample && !this.options.packPrompts) {
@@ -116,27 +122,49 @@ export class Scheduler {
     return runs;
   }
 
-  /** Records that a step ran: positions are cached, full blocks become reusable. */
+  /**
+   * Records that a step ran: positions are cached, full blocks become reusable. A run's
+   * drafted positions are not: `settle` takes those the verification accepted.
+   */
   complete(runs: ScheduledRun[]): void {
+    for (const { seq, start, count, draft } of runs) {
+      seq.cached += count - draft.length;
+      this.#register(seq, start);
+    }
+  }
+
+  /**
+   * A verification accepted the first `accepted` drafted tokens of `seq`'s run, which are
+   * now its tokens: their positions are cached. Blocks taken only for the rest of the draft
+   * go back to the pool; the rejected positions of a block kept are written over later.
+   */
+  settle(seq: Sequence, accepted: number): void {
+    if (seq.finished) return;
+    const start = seq.cached;
+    seq.cached += accepted;
+    this.#register(seq, start);
+    const keep = this.pool.blocksFor(seq.cached + 1);
+    while (seq.blocks.length > keep) this.pool.release(seq.blocks.pop()!);
+  }
+
+  /** Registers the full blocks of `seq`'s cached positions, and its reuse boundary's. */
+  #register(seq: Sequence, start: number): void {
     const bs = this.pool.blockSize;
-    for (const { seq, start, count } of runs) {
-      seq.cached += count;
-      const full = Math.floor(seq.cached / bs);
-      for (let i = seq.keys.length; i < full; i++) {
-        const tokens = seq.tokens.slice(i * bs, (i + 1) * bs);
-        const key = blockKey(seq.keys[i - 1] ?? "", tokens);
-        this.pool.register(seq.blocks[i], key, tokens);
-        seq.keys.push(key);
-      }
-      // The block the reuse boundary falls in, by its tokens up to the boundary.
-      const b = seq.reuseBoundary, i = Math.floor(b / bs);
-      if (start < b && b <= seq.cached && b % bs !== 0) {
-        this.pool.registerPartial(
-          seq.blocks[i],
-          seq.keys[i - 1] ?? "",
-          seq.tokens.slice(i * bs, b),
-        );
-      }
+    const full = Math.floor(seq.cached / bs);
+    for (let i = seq.keys.length; i < full; i++) {
+      const tokens = seq.tokens.slice(i * bs, (i + 1) * bs);
+      const key = blockKey(seq.keys[i - 1] ?? "", tokens);
+      this.pool.register(seq.blocks[i], key, tokens);
+      seq.keys.push(key);
+    }
+    // The block the reuse boundary falls in, by its tokens up to the boundary.
+    const b = seq.reuseBoundary, i = Math.floor(b / bs);
+    if (start < b && b <= seq.cached && b % bs !== 0) {
+      this.pool.registerPartial(
+        seq.blocks[i],
+        seq.keys[i - 1] ?? "",
+        seq.tokens.slice(i * bs, b),
+      );
     }
   }
 
@@ -222,6 +250,26 @@ export class Scheduler {
       if (victim === seq) return false;
     }
     return true;
+  }
+
+  /**
+   * The part of `seq`'s draft its blocks can hold, taking free blocks for it but never
+   * preempting anyone: a draft is a bet, not a need.
+   */
+  #reserveDraft(seq: Sequence): number[] {
+    const draft = seq.draft;
+    seq.draft = [];
+    const last = seq.cached + 1 + draft.length;
+    // Blocks a draft of an interrupted step took, past what this one needs.
+    while (seq.blocks.length > this.pool.blocksFor(last)) {
+      this.pool.release(seq.blocks.pop()!);
+    }
+    while (seq.blocks.length < this.pool.blocksFor(last)) {
+      const block = this.pool.allocate();
+      if (block === null) break;
+      seq.blocks.push(block);
+    }
+    return draft.slice(0, Math.max(0, seq.blocks.length * this.pool.blockSize - seq.cached - 1));
   }
 
   #preempt(seq: Sequence, runs: ScheduledRun[]): void {

@@ -14,6 +14,7 @@ import type {
   TokenFilter,
 } from "./request.ts";
 import { type SampledToken, Sampler, tokenLogprobs } from "./sampler.ts";
+import { Speculation, type SpeculativeParams } from "./spec/speculation.ts";
 
 /** Prompt positions a step scores at most for one sequence: each costs a row of logits. */
 export const PROMPT_SCORING_CHUNK = 64;
@@ -52,6 +53,10 @@ export class Sequence {
   promptScores: SampledToken[] = [];
   generated = 0;
   finished = false;
+  /** Where its drafts come from; null: it decodes one token per step. */
+  readonly speculation: Speculation | null;
+  /** Tokens drafted for its next decode run (the engine sets them before each step). */
+  draft: number[] = [];
 
   readonly #stopIds: ReadonlySet<number>;
   readonly #observer: SequenceObserver;
@@ -69,6 +74,7 @@ export class Sequence {
     observer: SequenceObserver,
     /** Which choice of its request this is (its sampler's stream). */
     choice = 0,
+    speculative?: SpeculativeParams,
   ) {
     this.id = request.id;
     this.tokens = Array.from(request.prompt);
@@ -82,6 +88,15 @@ export class Sequence {
     this.sampler = new Sampler(request.sampling, vocabSize, request.prompt, choice);
     this.#stopIds = new Set(request.stopTokenIds);
     this.#observer = observer;
+    const spec = request.speculative ?? speculative;
+    this.speculation = spec && spec.mode === "ngram" && spec.k > 0 && this.pooling === null
+      ? new Speculation(spec)
+      : null;
+  }
+
+  /** Tokens it may still produce: a verification yields one more than it drafted. */
+  get remaining(): number {
+    return this.maxNew - this.generated;
   }
 
   /** Tokens not yet in the cache: the rest of the prompt, or the last sampled token. */
