@@ -78,6 +78,12 @@ quant = "q4_k_m"
     assertEquals(nativeConfig(config).hf_cache, "/srv/hf");
     assertEquals(nativeConfig(config).sources.mirror.endpoint, "https://hub.example.org");
   });
+  const speculative = `[[default_models]]\nmodel_id = "a/b"\nharness = "native"\n` +
+    `speculative = { mode = "ngram", k = 4 }\n`;
+  await withFile(speculative, async (path) => {
+    const { config } = await loadConfig(path, {});
+    assertEquals(config.default_models[0].speculative, { mode: "ngram", k: 4 });
+  });
 });
 
 Deno.test("errors: one line naming the file and the key", async () => {
@@ -110,6 +116,12 @@ Deno.test("errors: one line naming the file and the key", async () => {
   assertEquals(
     await failure(`[[default_models]]\nharness = "native"\n`),
     "neuron.toml: default_models[0].model_id: required key is missing",
+  );
+  assertEquals(
+    await failure(
+      `[[default_models]]\nmodel_id = "a/b"\nharness = "native"\nspeculative = { mode = "lookup" }\n`,
+    ),
+    'neuron.toml: default_models[0].speculative.mode: expected one of "ngram", "draft", "off", got "lookup"',
   );
   const syntax = await failure(`port = 1\nfoo = = 2\n`);
   assertEquals(syntax, 'neuron.toml:2:7: invalid TOML: invalid value (at "foo = = 2")');

@@ -1,4 +1,16 @@
 import { z } from "zod";
+import { MAX_DRAFT_TOKENS, MAX_NGRAM, SPECULATIVE_MODES } from "../engine/mod.ts";
+
+/**
+ * The model's speculative decoding for requests that do not choose (their `speculative`
+ * field overrides it field by field): `mode` ngram (prompt lookup) or off (the default);
+ * `k` tokens drafted at most (6); `n` the longest n-gram matched (5). Native harness only.
+ */
+const speculative = z.strictObject({
+  mode: z.enum(SPECULATIVE_MODES).optional(),
+  k: z.int().min(0).max(MAX_DRAFT_TOKENS).optional(),
+  n: z.int().min(1).max(MAX_NGRAM).optional(),
+});
 
 /**
  * What the gateway sends to `POST /models/load` and what `[[default_models]]` entries hold
@@ -14,6 +26,7 @@ const fields = {
   devices: z.array(z.int().min(0)).min(1).nullish(),
   /** Another name requests may use for the model (llama-server's --alias). */
   served_name: z.string().min(1).max(256).regex(/^\S+$/, "no whitespace").nullish(),
+  speculative: speculative.nullish(),
 };
 
 function devicesMatchTp(

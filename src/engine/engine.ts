@@ -16,7 +16,7 @@ import type { EngineOptions, EngineRequest, EngineStats, SequenceObserver } from
 import { type SampledToken, topIds } from "./sampler.ts";
 import { type ScheduledRun, Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
-import { draftShare, type SpeculativeParams } from "./spec/speculation.ts";
+import { draftShare, resolveSpeculation, type SpeculativeParams } from "./spec/speculation.ts";
 import { StepBudget, stepWork } from "./step_budget.ts";
 
 /**
@@ -52,7 +52,7 @@ export class Engine {
   readonly #hidden: boolean;
   /** The last step stopped early (see `step`). */
   #interrupted = false;
-  readonly #speculative: SpeculativeParams | undefined;
+  readonly #speculative: Partial<SpeculativeParams> | undefined;
   readonly #stats = {
     prefillTokens: 0,
     prefillSeconds: 0,
@@ -128,8 +128,8 @@ export class Engine {
           `${ids.length} tokens` + (asked ? ` and ${asked} more were requested` : ""),
       );
     }
-    const speculative = request.speculative ?? this.#speculative;
-    if (speculative?.mode === "draft") {
+    const speculative = resolveSpeculation(this.#speculative, request.speculative);
+    if (speculative.mode === "draft") {
       throw new EngineError(
         "invalid_request",
         "speculative mode 'draft' needs a draft model, and this model was loaded without one",

@@ -7,3 +7,9 @@ export { EngineError, type EngineErrorCode } from "./errors.ts";
 export type * from "./request.ts";
 export { GREEDY, type SampledToken, type SamplingParams, topIds } from "./sampler.ts";
 export { kvPoolBlocks } from "./kv/pool_size.ts";
+export {
+  MAX_DRAFT_TOKENS,
+  MAX_NGRAM,
+  SPECULATIVE_MODES,
+  type SpeculativeParams,
+} from "./spec/speculation.ts";

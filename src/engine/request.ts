@@ -38,8 +38,8 @@ export interface EngineRequest {
   promptLogprobs?: number;
   /** Narrows every next token to those a constraint allows (structured output). */
   filter?: TokenFilter;
-  /** Speculative decoding for this request; absent: the engine's default. */
-  speculative?: SpeculativeParams;
+  /** Speculative decoding for this request; what it leaves out: the engine's default. */
+  speculative?: Partial<SpeculativeParams>;
 }
 
 /**
@@ -117,8 +117,8 @@ export interface EngineOptions {
    * decoding streams, which such an engine has none of), and never stopped midway.
    */
   hidden?: boolean;
-  /** Speculative decoding for requests that do not say (default: off). */
-  speculative?: SpeculativeParams;
+  /** Speculative decoding for requests that do not say (the model's default; else off). */
+  speculative?: Partial<SpeculativeParams>;
 }
 
 export interface EngineStats {

@@ -88,9 +88,8 @@ export class Sequence {
     this.sampler = new Sampler(request.sampling, vocabSize, request.prompt, choice);
     this.#stopIds = new Set(request.stopTokenIds);
     this.#observer = observer;
-    const spec = request.speculative ?? speculative;
-    this.speculation = spec && spec.mode === "ngram" && spec.k > 0 && this.pooling === null
-      ? new Speculation(spec)
+    this.speculation = speculative?.mode === "ngram" && speculative.k > 0 && this.pooling === null
+      ? new Speculation(speculative)
       : null;
   }
 

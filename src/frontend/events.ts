@@ -7,6 +7,7 @@
 import type { ChatMessage, ChatTool } from "../chat/mod.ts";
 import type { OutputConstraint } from "../constrain/mod.ts";
 import type { SamplingParams } from "../engine/sampler.ts";
+import type { SpeculativeParams } from "../engine/mod.ts";
 
 export type Prompt =
   | {
@@ -45,6 +46,8 @@ export interface GenerateRequest {
    */
   echo?: boolean;
   promptLogprobs?: number;
+  /** Speculative decoding for this request; what it leaves out: the model's default. */
+  speculative?: Partial<SpeculativeParams>;
 }
 
 /** One input of a pooling request: a text, token ids, or a reranker's query and document. */

@@ -178,6 +178,7 @@ export class FrontEnd {
         reuseBoundary: opening >= 0 ? opening + 1 : undefined,
         ...(filter ? { filter } : {}),
         ...(scored ? { promptLogprobs: request.promptLogprobs } : {}),
+        ...(request.speculative ? { speculative: request.speculative } : {}),
       },
       output: outputs[0],
       outputs,

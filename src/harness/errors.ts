@@ -13,6 +13,7 @@ export type HarnessErrorCode =
   | "model_unloaded"
   | "served_name_taken"
   | "served_name_unsupported"
+  | "speculative_unsupported"
   | "path_not_allowed"
   | "model_file_not_found"
   | "model_file_invalid"

@@ -208,6 +208,13 @@ export class ExternalHarness implements Harness {
           "the upstream does",
       );
     }
+    if (spec.speculative) {
+      throw new HarnessError(
+        "speculative_unsupported",
+        `harness ${this.name}: speculative is for the native harness; configure speculation ` +
+          "on the upstream server",
+      );
+    }
     await this.#ensureUp();
     const id = spec.model_id;
     const api = this.#api;

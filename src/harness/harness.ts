@@ -82,6 +82,14 @@ export interface SchedulerStats {
   preemptions: number;
   /** Mean tokens per engine step. */
   mean_batch_tokens: number;
+  /** Speculative decoding so far: verification runs, tokens drafted and accepted. */
+  spec_verifications: number;
+  spec_drafted_tokens: number;
+  spec_accepted_tokens: number;
+  /** Share of drafted tokens accepted, 0..1 (0 before any draft). */
+  spec_acceptance_rate: number;
+  /** Tokens a verification produced on average (accepted drafts and the one after). */
+  spec_tokens_per_verification: number;
 }
 
 export interface HarnessHealth {

@@ -14,6 +14,7 @@ const REQUEST_ERRORS = new Set([
   "model_file_invalid",
   "served_name_taken",
   "served_name_unsupported",
+  "speculative_unsupported",
   "model_not_found",
   // the model_id or quant names nothing loadable (hub requests)
   "invalid_model_id",

@@ -12,9 +12,11 @@ import {
   maxNewTokens,
   reasoningEffort,
   requestedSampling,
+  requestedSpeculation,
   stopStrings,
   templateKwargs,
 } from "./fields.ts";
+import type { SpeculativeParams } from "../engine/mod.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, intBetween, nonEmpty } from "./limits.ts";
 import {
@@ -93,6 +95,8 @@ export interface ChatRequest extends StructuredOutput {
   stream: boolean;
   /** `[n]token_id:<id>` instead of token text in logprobs (vLLM's option). */
   tokensAsIds: boolean;
+  /** Speculative decoding as the request asks (the `speculative` extension). */
+  speculative?: Partial<SpeculativeParams>;
 }
 
 /** Messages as the template takes them: `developer` is `system`, text parts only. */
@@ -182,5 +186,6 @@ export function parseChatRequest(json: unknown, headers: Headers): ChatRequest {
     n: body.n ?? 1,
     stream: body.stream ?? false,
     tokensAsIds: body.return_tokens_as_token_ids ?? false,
+    speculative: requestedSpeculation(body.speculative),
   };
 }

@@ -6,7 +6,14 @@
 
 import { z } from "zod";
 import { unsupported } from "./errors.ts";
-import { commonFields, maxNewTokens, requestedSampling, stopStrings } from "./fields.ts";
+import type { SpeculativeParams } from "../engine/mod.ts";
+import {
+  commonFields,
+  maxNewTokens,
+  requestedSampling,
+  requestedSpeculation,
+  stopStrings,
+} from "./fields.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, intBetween } from "./limits.ts";
 import {
@@ -60,6 +67,8 @@ export interface CompletionRequest extends StructuredOutput {
   n: number;
   stream: boolean;
   tokensAsIds: boolean;
+  /** Speculative decoding as the request asks (the `speculative` extension). */
+  speculative?: Partial<SpeculativeParams>;
 }
 
 function singlePrompt(prompt: z.infer<typeof completionRequestSchema>["prompt"]): CompletionPrompt {
@@ -97,5 +106,6 @@ export function parseCompletionRequest(json: unknown): CompletionRequest {
     n: body.n ?? 1,
     stream: body.stream ?? false,
     tokensAsIds: body.return_tokens_as_token_ids ?? false,
+    speculative: requestedSpeculation(body.speculative),
   };
 }

@@ -4,6 +4,12 @@
  */
 
 import { z } from "zod";
+import {
+  MAX_DRAFT_TOKENS,
+  MAX_NGRAM,
+  SPECULATIVE_MODES,
+  type SpeculativeParams,
+} from "../engine/mod.ts";
 import type { RequestedSampling } from "./generation.ts";
 import { intAtLeast, intBetween, nonEmpty, numberBetween, positiveAtMost } from "./limits.ts";
 
@@ -11,6 +17,17 @@ import { intAtLeast, intBetween, nonEmpty, numberBetween, positiveAtMost } from 
 const MAX_STOPS = 16;
 /** Choices one request may ask for, as OpenAI caps `n`. */
 export const MAX_CHOICES = 128;
+
+/**
+ * Speculative decoding for one request (an extension): `mode` ngram (prompt lookup), draft
+ * (a draft model loaded with the target) or off; `k` tokens drafted at most; `n` the
+ * longest n-gram matched. What it leaves out comes from the model's default.
+ */
+const Speculative = z.strictObject({
+  mode: z.enum(SPECULATIVE_MODES).nullish(),
+  k: intBetween(0, MAX_DRAFT_TOKENS).nullish(),
+  n: intBetween(1, MAX_NGRAM).nullish(),
+});
 
 /** Fields of chat completions and completions alike. */
 export const commonFields = {
@@ -36,6 +53,7 @@ export const commonFields = {
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   user: z.string().nullish(),
   model: nonEmpty(),
+  speculative: Speculative.nullish(),
 };
 
 type SamplingFields = {
@@ -63,6 +81,18 @@ export function requestedSampling(body: SamplingFields): RequestedSampling {
   if (body.logit_bias) {
     out.logitBias = new Map(Object.entries(body.logit_bias).map(([k, v]) => [Number(k), v]));
   }
+  return out;
+}
+
+/** The request's `speculative` field, the fields it gives. */
+export function requestedSpeculation(
+  field: z.infer<typeof Speculative> | null | undefined,
+): Partial<SpeculativeParams> | undefined {
+  if (field == null) return undefined;
+  const out: Partial<SpeculativeParams> = {};
+  if (field.mode != null) out.mode = field.mode;
+  if (field.k != null) out.k = field.k;
+  if (field.n != null) out.n = field.n;
   return out;
 }
 

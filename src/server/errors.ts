@@ -56,6 +56,7 @@ const STATUS: Record<string, number> = {
   already_loaded: 409,
   served_name_taken: 409,
   served_name_unsupported: 400,
+  speculative_unsupported: 400,
   model_loading: 503,
   model_file_not_found: 404,
   model_file_invalid: 400,

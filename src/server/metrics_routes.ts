@@ -116,9 +116,40 @@ export function renderMetrics(
       (s) => s.preemptions,
     ],
     ["neuron_model_batch_tokens_mean", "Mean tokens per engine step.", (s) => s.mean_batch_tokens],
+    [
+      "neuron_model_spec_acceptance_ratio",
+      "Speculative decoding: drafted tokens accepted, 0..1.",
+      (s) => s.spec_acceptance_rate,
+    ],
+    [
+      "neuron_model_spec_tokens_per_verification",
+      "Speculative decoding: tokens produced per verification.",
+      (s) => s.spec_tokens_per_verification,
+    ],
   ];
   for (const [name, help, value] of gauges) {
     out.family(name, "gauge", help);
+    for (const m of batching) out.sample(name, { model: m.id, harness: m.harness }, value(m.s));
+  }
+  const counters: Array<[string, string, (s: SchedulerStats) => number]> = [
+    [
+      "neuron_model_spec_verifications_total",
+      "Speculative decoding: drafts verified.",
+      (s) => s.spec_verifications,
+    ],
+    [
+      "neuron_model_spec_drafted_tokens_total",
+      "Speculative decoding: tokens drafted.",
+      (s) => s.spec_drafted_tokens,
+    ],
+    [
+      "neuron_model_spec_accepted_tokens_total",
+      "Speculative decoding: drafted tokens accepted.",
+      (s) => s.spec_accepted_tokens,
+    ],
+  ];
+  for (const [name, help, value] of counters) {
+    out.family(name, "counter", help);
     for (const m of batching) out.sample(name, { model: m.id, harness: m.harness }, value(m.s));
   }
 

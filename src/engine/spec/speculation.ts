@@ -14,7 +14,7 @@ import { NgramIndex } from "./ngram.ts";
  * model loaded beside the target.
  */
 export interface SpeculativeParams {
-  mode: "ngram" | "draft" | "off";
+  mode: SpeculativeMode;
   /** Tokens drafted per verification at most. */
   k: number;
   /** Longest n-gram matched (down to min(n, 3)). */
@@ -22,6 +22,9 @@ export interface SpeculativeParams {
   /** Whether k adapts to how drafts fare (default true; false keeps k: tests, benchmarks). */
   adaptive?: boolean;
 }
+
+export const SPECULATIVE_MODES = ["ngram", "draft", "off"] as const;
+export type SpeculativeMode = (typeof SPECULATIVE_MODES)[number];
 
 /** Draft length at most, in the API and config. */
 export const MAX_DRAFT_TOKENS = 16;
@@ -42,7 +45,22 @@ export function draftShare(decoding: number): number {
   return decoding === 0 ? 0 : Math.max(0, Math.floor((SPECULATION_ROWS - decoding) / decoding));
 }
 
-export const DEFAULT_SPECULATION: SpeculativeParams = { mode: "ngram", k: 6, n: 5 };
+/** What speculation asked for without saying more gets; a model's default mode is off. */
+const DEFAULTS: SpeculativeParams = { mode: "off", k: 6, n: 5 };
+
+/** A request's speculation over its model's default, field by field, over DEFAULTS. */
+export function resolveSpeculation(
+  model: Partial<SpeculativeParams> | undefined,
+  request: Partial<SpeculativeParams> | undefined,
+): SpeculativeParams {
+  const out = { ...DEFAULTS };
+  for (const given of [model, request]) {
+    for (const [key, value] of Object.entries(given ?? {})) {
+      if (value !== undefined) Object.assign(out, { [key]: value });
+    }
+  }
+  return out;
+}
 
 export class Speculation {
   readonly #index: NgramIndex;

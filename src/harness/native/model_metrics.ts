@@ -67,6 +67,13 @@ export class ModelMetrics {
       prefix_hit_rate: s.prefixLookups === 0 ? 0 : s.prefixHits / s.prefixLookups,
       preemptions: s.preemptions,
       mean_batch_tokens: s.meanBatchTokens,
+      spec_verifications: s.specVerifications,
+      spec_drafted_tokens: s.specDrafted,
+      spec_accepted_tokens: s.specAccepted,
+      spec_acceptance_rate: s.specDrafted === 0 ? 0 : s.specAccepted / s.specDrafted,
+      spec_tokens_per_verification: s.specVerifications === 0
+        ? 0
+        : s.specTokens / s.specVerifications,
     };
   }
 

@@ -6,7 +6,13 @@
 
 import type { DeviceChoice } from "../../backend/mod.ts";
 import type { KvDType, StepInterrupt } from "../../backend/backend.ts";
-import { Engine, type EngineStats, GREEDY, kvPoolBlocks } from "../../engine/mod.ts";
+import {
+  Engine,
+  type EngineStats,
+  GREEDY,
+  kvPoolBlocks,
+  type SpeculativeParams,
+} from "../../engine/mod.ts";
 import {
   FrontEnd,
   type GenerateRequest,
@@ -47,6 +53,8 @@ export interface ModelLoadOptions {
   tensorParallel?: number;
   /** The CUDA device of each rank (WIRE.md `devices`). */
   devices?: number[];
+  /** Speculative decoding for requests that do not choose (the model spec's `speculative`). */
+  speculative?: Partial<SpeculativeParams>;
 }
 
 export class ModelSession {
@@ -90,6 +98,7 @@ export class ModelSession {
           stepTargetMs: options.stepTargetMs,
           kv,
           hidden: model.pooling.kind !== "text",
+          speculative: options.speculative,
         });
         return new ModelSession(model, frontEnd, runner, engine, contextLength);
       } catch (err) {

@@ -8,6 +8,7 @@ import type { CudaConfig, ModelSpec, NativeConfig } from "../../config/mod.ts";
 import { errorMessage, NeuronError } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
 import type { DownloadProgress } from "../../hub/mod.ts";
+import type { SpeculativeParams } from "../../engine/mod.ts";
 import { HarnessError } from "../errors.ts";
 import type {
   Harness,
@@ -140,7 +141,7 @@ export class NativeHarness implements Harness {
       state.detail = { stage: "loading weights", file: path };
       report();
       const start = (): Promise<ModelHost> =>
-        this.#startEngine(id, path, { tensorParallel, devices });
+        this.#startEngine(id, path, { tensorParallel, devices }, spec.speculative ?? undefined);
       const host = await start();
       if (this.#closing.signal.aborted) {
         await host.close();
@@ -180,6 +181,7 @@ export class NativeHarness implements Harness {
     id: string,
     path: string,
     split: { tensorParallel: number; devices: number[] },
+    speculative: Partial<SpeculativeParams> | undefined,
   ): Promise<ModelHost> {
     try {
       return await ModelHost.start({
@@ -195,6 +197,7 @@ export class NativeHarness implements Harness {
         stepTargetMs: this.#config.step_target_ms,
         cuda: this.#cuda && { libcuda: this.#cuda.libcuda, libcublas: this.#cuda.libcublas },
         kvDtype: "f16",
+        ...(speculative ? { speculative } : {}),
       });
     } catch (err) {
       const code = err instanceof NeuronError ? err.code : "";

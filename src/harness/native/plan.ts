@@ -170,6 +170,7 @@ function planFor(
           parseOutput: true,
           ...structured(r),
           n: r.n,
+          ...(r.speculative ? { speculative: r.speculative } : {}),
         },
         render: async (gen) =>
           r.stream ? streamChatCompletion(gen, opts) : json(await chatCompletion(gen, opts)),
@@ -193,6 +194,7 @@ function planFor(
           n: r.n,
           echo: r.echo,
           ...(r.echo && r.logprobs !== null ? { promptLogprobs: r.logprobs } : {}),
+          ...(r.speculative ? { speculative: r.speculative } : {}),
         },
         render: async (gen) =>
           r.stream ? streamCompletion(gen, opts) : json(await completion(gen, opts)),
