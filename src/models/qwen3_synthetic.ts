@@ -159,7 +159,12 @@ export function typedPlan(
   }));
 }
 
-function modelKv(hp: Qwen3Hparams, quant: FileType, name: string): Array<[string, GgufKv]> {
+/** The metadata of a Qwen3 model of shape `hp` (llama.cpp's keys), named `name`. */
+export function qwen3ModelKv(
+  hp: Qwen3Hparams,
+  quant: FileType,
+  name: string,
+): Array<[string, GgufKv]> {
   return [
     ["general.architecture", Kv.string("qwen3")],
     ["general.type", Kv.string("model")],
@@ -243,5 +248,5 @@ export function writeSyntheticQwen3(path: string, options: SyntheticQwen3Options
     // One stream per tensor, so a tensor's values do not depend on the others' types.
     data: randomTensor(t, new Rng((Math.imul(seed, 0x9e3779b1) + i) >>> 0)),
   }));
-  return writeGguf(path, { kv: [...modelKv(hp, options.quant, name), ...vocab], tensors });
+  return writeGguf(path, { kv: [...qwen3ModelKv(hp, options.quant, name), ...vocab], tensors });
 }

@@ -11,7 +11,7 @@ import {
   type SampledToken,
 } from "../../src/engine/mod.ts";
 import type { SpeculativeParams } from "../../src/engine/spec/speculation.ts";
-import { openModel, openRunner } from "../../src/runner/mod.ts";
+import { openModel, openRunner, type RunnerOptions } from "../../src/runner/mod.ts";
 
 /** Speculation that always drafts its `k` (no backing off), so that drafts really happen. */
 export const FORCED: SpeculativeParams = { mode: "ngram", k: 4, n: 5, adaptive: false };
@@ -22,17 +22,26 @@ export interface Outcome {
   finish: string;
 }
 
-/** An engine over the model at `path`, closed after `fn`. */
-export function withEngine<T>(path: string, fn: (engine: Engine) => T, maxSequences = 4): T {
+/** An engine over the model at `path` (on the CPU unless `runner` says), closed after `fn`. */
+export function withEngine<T>(
+  path: string,
+  fn: (engine: Engine) => T,
+  runner: RunnerOptions = { device: "cpu", threads: 1 },
+): T {
   const model = openModel(path);
   const kv = { blockSize: 16, nBlocks: 256, dtype: "f16" as const };
-  const runner = openRunner(model, { device: "cpu", threads: 1 }, kv);
-  const engine = new Engine(runner, { contextLength: 2048, maxSequences, maxBatchTokens: 64, kv });
+  const run = openRunner(model, runner, kv);
+  const engine = new Engine(run, {
+    contextLength: 2048,
+    maxSequences: 4,
+    maxBatchTokens: 64,
+    kv,
+  });
   try {
     return fn(engine);
   } finally {
     engine.cancelAll();
-    runner.close();
+    run.close();
     model.file.close();
   }
 }
