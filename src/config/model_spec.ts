@@ -4,7 +4,8 @@ import { MAX_DRAFT_TOKENS, MAX_NGRAM, SPECULATIVE_MODES } from "../engine/mod.ts
 /**
  * The model's speculative decoding for requests that do not choose (their `speculative`
  * field overrides it field by field): `mode` ngram (prompt lookup) or off (the default);
- * `k` tokens drafted at most (6); `n` the longest n-gram matched (5). Native harness only.
+ * `k` tokens drafted at most (6); `n` the longest n-gram matched (5); draft (a draft_model's
+ * drafts). Native harness only.
  */
 const speculative = z.strictObject({
   mode: z.enum(SPECULATIVE_MODES).optional(),
@@ -27,6 +28,11 @@ const fields = {
   /** Another name requests may use for the model (llama-server's --alias). */
   served_name: z.string().min(1).max(256).regex(/^\S+$/, "no whitespace").nullish(),
   speculative: speculative.nullish(),
+  /**
+   * A smaller model of the same vocabulary that drafts for `speculative` mode draft: a path
+   * (in model_dirs) or a hub model (the load's quant chooses its file too). Native only.
+   */
+  draft_model: z.string().min(1).nullish(),
 };
 
 function devicesMatchTp(

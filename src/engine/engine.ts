@@ -16,7 +16,9 @@ import type { EngineOptions, EngineRequest, EngineStats, SequenceObserver } from
 import { type SampledToken, topIds } from "./sampler.ts";
 import { type ScheduledRun, Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
-import { draftShare, resolveSpeculation, type SpeculativeParams } from "./spec/speculation.ts";
+import { DraftModel } from "./spec/draft_model.ts";
+import { planDrafts } from "./spec/drafting.ts";
+import { resolveSpeculation, type SpeculativeParams } from "./spec/speculation.ts";
 import { StepBudget, stepWork } from "./step_budget.ts";
 
 /**
@@ -53,6 +55,8 @@ export class Engine {
   /** The last step stopped early (see `step`). */
   #interrupted = false;
   readonly #speculative: Partial<SpeculativeParams> | undefined;
+  /** The draft model's side of speculation, when one was loaded with the model. */
+  readonly #drafter: DraftModel | null;
   readonly #stats = {
     prefillTokens: 0,
     prefillSeconds: 0,
@@ -73,6 +77,15 @@ export class Engine {
     this.#contextLength = options.contextLength;
     this.#hidden = options.hidden ?? false;
     this.#speculative = options.speculative;
+    const draft = options.draft;
+    if (draft && draft.runner.shape.vocabSize !== runner.shape.vocabSize) {
+      throw new EngineError(
+        "invalid_request",
+        `the draft model has ${draft.runner.shape.vocabSize} tokens, the model ` +
+          `${runner.shape.vocabSize}: a draft model must share its vocabulary`,
+      );
+    }
+    this.#drafter = draft ? new DraftModel(draft.runner, draft.kv, options.maxBatchTokens) : null;
     this.#scheduler = new Scheduler(this.#pool, {
       maxSequences: Math.max(1, options.maxSequences),
       copyRows: runner.copyKvRows,
@@ -129,7 +142,7 @@ export class Engine {
       );
     }
     const speculative = resolveSpeculation(this.#speculative, request.speculative);
-    if (speculative.mode === "draft") {
+    if (speculative.mode === "draft" && this.#drafter === null) {
       throw new EngineError(
         "invalid_request",
         "speculative mode 'draft' needs a draft model, and this model was loaded without one",
@@ -172,7 +185,7 @@ export class Engine {
    * steps always run whole.
    */
   step(interrupt?: StepInterrupt): void {
-    this.#draft();
+    planDrafts(this.#scheduler.running, this.#contextLength, this.#drafter);
     const runs = this.#scheduler.schedule(this.#budget);
     if (runs.length === 0) return;
 
@@ -297,19 +310,6 @@ export class Engine {
     }
   }
 
-  /** Drafts for this step's decoding sequences that speculate, as long as the batch, what
-   * each may still produce and the context's end allow. */
-  #draft(): void {
-    const decoding = this.#scheduler.running.filter((s) => !s.prefilling && !s.finished);
-    const share = draftShare(decoding.length);
-    for (const seq of this.#scheduler.running) seq.draft = [];
-    for (const seq of decoding) {
-      if (seq.speculation === null) continue;
-      const most = Math.min(share, seq.remaining - 1, this.#contextLength - seq.tokens.length);
-      seq.draft = seq.speculation.draft(seq.tokens, Math.max(0, most), seq.filter);
-    }
-  }
-
   /**
    * Verifies a run's draft: row i is sampled exactly as a plain decode step would sample it
    * after the tokens taken so far (constraint, bias, penalties, seeded draw, log-probs, stop
@@ -337,6 +337,7 @@ export class Engine {
     this.#stats.specAccepted += accepted;
     this.#stats.specTokens += seq.generated - before;
     seq.speculation?.observe(k, accepted);
+    if (seq.speculation?.source === "draft") this.#drafter?.settle(seq, accepted);
     this.#scheduler.settle(seq, accepted);
   }
 

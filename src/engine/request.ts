@@ -6,6 +6,7 @@
 
 import type { Pooling } from "../models/pooling.ts";
 import type { SampledToken, SamplingParams } from "./sampler.ts";
+import type { ModelRunner } from "../runner/runner.ts";
 import type { SpeculativeParams } from "./spec/speculation.ts";
 
 export interface EngineRequest {
@@ -119,6 +120,11 @@ export interface EngineOptions {
   hidden?: boolean;
   /** Speculative decoding for requests that do not say (the model's default; else off). */
   speculative?: Partial<SpeculativeParams>;
+  /**
+   * A draft model of the same vocabulary for `draft` speculation, with the KV pool its
+   * runner holds (the runner stays its opener's to close).
+   */
+  draft?: { runner: ModelRunner; kv: { blockSize: number; nBlocks: number } };
 }
 
 export interface EngineStats {

@@ -88,8 +88,10 @@ export class Sequence {
     this.sampler = new Sampler(request.sampling, vocabSize, request.prompt, choice);
     this.#stopIds = new Set(request.stopTokenIds);
     this.#observer = observer;
-    this.speculation = speculative?.mode === "ngram" && speculative.k > 0 && this.pooling === null
-      ? new Speculation(speculative)
+    const mode = speculative?.mode;
+    this.speculation = (mode === "ngram" || mode === "draft") && speculative!.k > 0 &&
+        this.pooling === null
+      ? new Speculation({ ...speculative!, mode })
       : null;
   }
 

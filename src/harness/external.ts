@@ -208,10 +208,11 @@ export class ExternalHarness implements Harness {
           "the upstream does",
       );
     }
-    if (spec.speculative) {
+    if (spec.speculative || spec.draft_model) {
       throw new HarnessError(
         "speculative_unsupported",
-        `harness ${this.name}: speculative is for the native harness; configure speculation ` +
+        `harness ${this.name}: speculative and draft_model are for the native harness; ` +
+          "configure speculation " +
           "on the upstream server",
       );
     }

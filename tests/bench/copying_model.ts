@@ -12,6 +12,7 @@ import { byteLevelVocab, Rng, writeGguf } from "../../src/gguf/mod.ts";
 import type { GgufTensorSpec } from "../../src/gguf/mod.ts";
 import {
   QWEN3_SHAPES,
+  type Qwen3Hparams,
   qwen3ModelKv,
   qwen3TensorPlan,
   randomTensor,
@@ -21,7 +22,7 @@ import { cacheDir } from "../../src/bench/synthetic.ts";
 const SEED = 23;
 /** Sublayer outputs this much smaller than random: the embedding stays on top. */
 const SUBLAYER_SCALE = 1e-3;
-const HP = { ...QWEN3_SHAPES["qwen3-0.6b"], tiedOutput: false };
+const BENCH_SHAPE = { ...QWEN3_SHAPES["qwen3-0.6b"], tiedOutput: false };
 
 export interface CopyingModel {
   path: string;
@@ -40,18 +41,23 @@ function successors(vocab: number): Int32Array {
   return s;
 }
 
-/** The model, written once into the synthetic model cache. */
+/** The Qwen3-0.6B-shaped model, written once into the synthetic model cache. */
 export function copyingModel(): CopyingModel {
-  const successor = successors(HP.vocab);
-  const dir = `${cacheDir()}/synthetic`;
-  const path = `${dir}/qwen3-0.6b-copying-q8_0.gguf`;
+  const path = `${cacheDir()}/synthetic/qwen3-0.6b-copying-q8_0.gguf`;
   try {
     Deno.statSync(path);
-    return { path, successor };
+    return { path, successor: successors(BENCH_SHAPE.vocab) };
   } catch {
     // Not written yet.
   }
-  Deno.mkdirSync(dir, { recursive: true });
+  Deno.mkdirSync(`${cacheDir()}/synthetic`, { recursive: true });
+  return writeCopyingModel(path, BENCH_SHAPE);
+}
+
+/** Writes a copying model of shape `hp` (untied output, Q8_0) to `path`. */
+export function writeCopyingModel(path: string, hp: Qwen3Hparams): CopyingModel {
+  const HP = { ...hp, tiedOutput: false };
+  const successor = successors(HP.vocab);
   const plan = qwen3TensorPlan(HP, "q8_0").map((t) =>
     /attn_output|ffn_down/.test(t.name) ? { ...t, rms: t.rms * SUBLAYER_SCALE } : t
   );
@@ -80,7 +86,7 @@ export function copyingModel(): CopyingModel {
       ? output
       : randomTensor(t, new Rng((Math.imul(SEED, 0x9e3779b1) + i) >>> 0)),
   }));
-  const name = "Qwen3 synthetic 0.6b copying q8_0";
+  const name = "Qwen3 synthetic copying q8_0";
   writeGguf(path, {
     kv: [...qwen3ModelKv(HP, "q8_0", name), ...byteLevelVocab(HP.vocab)],
     tensors,

@@ -11,38 +11,62 @@ import {
   type SampledToken,
 } from "../../src/engine/mod.ts";
 import type { SpeculativeParams } from "../../src/engine/spec/speculation.ts";
-import { openModel, openRunner, type RunnerOptions } from "../../src/runner/mod.ts";
+import {
+  type ModelRunner,
+  openModel,
+  openRunner,
+  type RunnerOptions,
+} from "../../src/runner/mod.ts";
 
 /** Speculation that always drafts its `k` (no backing off), so that drafts really happen. */
 export const FORCED: SpeculativeParams = { mode: "ngram", k: 4, n: 5, adaptive: false };
 export const OFF: SpeculativeParams = { mode: "off", k: 0, n: 5 };
+/** A draft model's drafts, always `k` of them. */
+export const DRAFT: SpeculativeParams = { mode: "draft", k: 4, n: 5, adaptive: false };
 
 export interface Outcome {
   tokens: SampledToken[];
   finish: string;
 }
 
-/** An engine over the model at `path` (on the CPU unless `runner` says), closed after `fn`. */
-export function withEngine<T>(
-  path: string,
-  fn: (engine: Engine) => T,
-  runner: RunnerOptions = { device: "cpu", threads: 1 },
-): T {
-  const model = openModel(path);
+export interface EngineSetup {
+  /** Where the model runs (default: the CPU, one thread). */
+  runner?: RunnerOptions;
+  /** A draft model's file. */
+  draft?: string;
+  /** EngineOptions.stepTargetMs. */
+  stepTargetMs?: number;
+}
+
+/** An engine over the model at `path`, set up as `setup` says, closed after `fn`. */
+export function withEngine<T>(path: string, fn: (engine: Engine) => T, setup: EngineSetup = {}): T {
+  const runner = setup.runner ?? { device: "cpu", threads: 1 };
+  const draft = setup.draft;
   const kv = { blockSize: 16, nBlocks: 256, dtype: "f16" as const };
-  const run = openRunner(model, runner, kv);
-  const engine = new Engine(run, {
-    contextLength: 2048,
-    maxSequences: 4,
-    maxBatchTokens: 64,
-    kv,
-  });
+  const opened: Array<{ model: ReturnType<typeof openModel>; runner: ModelRunner }> = [];
   try {
-    return fn(engine);
+    for (const p of draft ? [path, draft] : [path]) {
+      const model = openModel(p);
+      opened.push({ model, runner: openRunner(model, runner, kv) });
+    }
+    const engine = new Engine(opened[0].runner, {
+      contextLength: 2048,
+      maxSequences: 4,
+      maxBatchTokens: 64,
+      kv,
+      stepTargetMs: setup.stepTargetMs,
+      ...(draft ? { draft: { runner: opened[1].runner, kv } } : {}),
+    });
+    try {
+      return fn(engine);
+    } finally {
+      engine.cancelAll();
+    }
   } finally {
-    engine.cancelAll();
-    run.close();
-    model.file.close();
+    for (const o of opened) {
+      o.runner.close();
+      o.model.file.close();
+    }
   }
 }
 

@@ -115,3 +115,48 @@ Deno.test("speculative API: bad values are 400 naming the field; draft mode need
     assertEquals([bad.status, refused.code], [422, "invalid_request_body"], "load body, as any");
   });
 });
+
+Deno.test("speculative API: a draft_model loaded beside the model drafts in mode draft", async () => {
+  await withNode(nativeNode(), async (node) => {
+    const model = fixture("qwen3-tiny-q8_0.gguf");
+    const load = await node.post("/models/load", {
+      model_id: model,
+      harness: "native",
+      draft_model: fixture("qwen3-tiny-q4_0.gguf"),
+      speculative: { mode: "draft", k: 4 },
+    });
+    assertEquals(load.status, 200, await load.text());
+    const complete = async (extra: Json): Promise<string> => {
+      const res = await v1(node, "completions", {
+        model,
+        prompt: golden.tokens,
+        max_tokens: 32,
+        temperature: 0,
+        ...extra,
+      });
+      const body = await jsonOf(res) as { choices: Array<{ text: string }> };
+      assertEquals(res.status, 200, JSON.stringify(body));
+      return body.choices[0].text;
+    };
+    assertEquals(await complete({ speculative: { mode: "off" } }), golden.greedy_text);
+    assertEquals(await complete({}), golden.greedy_text, "the model's default: draft");
+    const accepted = await eventually(
+      async () => {
+        const families = parsePrometheus(await (await node.get("/metrics")).text());
+        const v = families.get("neuron_model_spec_accepted_tokens_total")?.samples
+          .find((s) => s.labels.model === model)?.value ?? 0;
+        return v > 0 ? v : undefined;
+      },
+      5000,
+      "accepted drafts",
+    );
+    assert(accepted >= 16, `${accepted} accepted`);
+    const missing = await node.post("/models/load", {
+      model_id: fixture("qwen3-tiny-f16.gguf"),
+      harness: "native",
+      draft_model: "/nonexistent/draft.gguf",
+    });
+    const err = await jsonOf(missing) as Json;
+    assert(missing.status >= 400 && missing.status < 500, `${missing.status} ${err.code}`);
+  });
+});

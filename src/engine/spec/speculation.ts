@@ -1,6 +1,7 @@
 /**
  * One sequence's speculative decoding: what it asked for, where its drafts come from
- * (prompt lookup, ngram.ts) and how long they may be (draft_policy.ts). Verification is
+ * (prompt lookup, ngram.ts, or a draft model, draft_model.ts) and how long they may be
+ * (draft_policy.ts). Verification is
  * the engine's: a draft of k tokens rides in the sequence's decode run as k more
  * positions, and every row is sampled as if the tokens had come one at a time (engine.ts).
  */
@@ -11,7 +12,7 @@ import { NgramIndex } from "./ngram.ts";
 
 /**
  * Speculation as a request (or a model's default) asks for it. `draft` needs a draft
- * model loaded beside the target.
+ * model loaded beside the target (`n` is prompt lookup's only).
  */
 export interface SpeculativeParams {
   mode: SpeculativeMode;
@@ -63,21 +64,31 @@ export function resolveSpeculation(
 }
 
 export class Speculation {
-  readonly #index: NgramIndex;
+  /** Where drafts come from: prompt lookup here, or the engine's draft model. */
+  readonly source: "ngram" | "draft";
+  readonly #index: NgramIndex | null;
   readonly #policy: DraftPolicy;
 
-  constructor(params: SpeculativeParams) {
-    this.#index = new NgramIndex({ min: Math.min(params.n, MIN_NGRAM), max: params.n });
+  constructor(params: SpeculativeParams & { mode: "ngram" | "draft" }) {
+    this.source = params.mode;
+    this.#index = params.mode === "ngram"
+      ? new NgramIndex({ min: Math.min(params.n, MIN_NGRAM), max: params.n })
+      : null;
     this.#policy = new DraftPolicy(params.k, params.adaptive ?? true);
   }
 
-  /**
-   * The draft for this decode step after `tokens`: at most `most` tokens and as many as
-   * the policy allows now, cut before the first one `filter` would refuse.
-   */
-  draft(tokens: readonly number[], most: number, filter: TokenFilter | undefined): number[] {
-    const k = Math.min(most, this.#policy.next());
-    const draft = this.#index.propose(tokens, k);
+  /** How many tokens this decode step may draft: at most `most`, as the policy allows now. */
+  length(most: number): number {
+    return Math.min(most, this.#policy.next());
+  }
+
+  /** Prompt lookup's draft of `k` tokens after `tokens` (none for a draft model's). */
+  lookup(tokens: readonly number[], k: number): number[] {
+    return this.#index?.propose(tokens, k) ?? [];
+  }
+
+  /** `draft` cut before the first token `filter` would refuse. */
+  cut(draft: number[], filter: TokenFilter | undefined): number[] {
     if (filter?.admits && draft.length > 0) draft.length = filter.admits(draft);
     return draft;
   }

@@ -24,12 +24,13 @@ Deno.test("speculation: a request's fields override the model's, which override 
 Deno.test("speculation: a draft is bounded by what the step allows and cut by the filter", () => {
   const tokens = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3];
   const spec = new Speculation({ mode: "ngram", k: 4, n: 3, adaptive: false });
-  assertEquals(spec.draft(tokens, 16, undefined), [4, 5, 6, 7]);
-  assertEquals(spec.draft(tokens, 2, undefined), [4, 5]);
+  assertEquals(spec.lookup(tokens, spec.length(16)), [4, 5, 6, 7]);
+  assertEquals(spec.lookup(tokens, spec.length(2)), [4, 5]);
   const refuses6: TokenFilter = {
     restrict: () => true,
     accept: () => {},
     admits: (ids) => ids.indexOf(6) < 0 ? ids.length : ids.indexOf(6),
   };
-  assertEquals(spec.draft(tokens, 16, refuses6), [4, 5]);
+  assertEquals(spec.cut(spec.lookup(tokens, 4), refuses6), [4, 5]);
+  assertEquals(new Speculation({ mode: "draft", k: 4, n: 3 }).lookup(tokens, 4), []);
 });

@@ -5,7 +5,7 @@
  */
 
 import type { DeviceChoice } from "../../backend/mod.ts";
-import type { KvDType, StepInterrupt } from "../../backend/backend.ts";
+import type { KvDType, KvPoolSpec, StepInterrupt } from "../../backend/backend.ts";
 import {
   Engine,
   type EngineStats,
@@ -55,6 +55,8 @@ export interface ModelLoadOptions {
   devices?: number[];
   /** Speculative decoding for requests that do not choose (the model spec's `speculative`). */
   speculative?: Partial<SpeculativeParams>;
+  /** A draft model's file (same vocabulary), run on the first device beside the model. */
+  draftModelPath?: string;
 }
 
 export class ModelSession {
@@ -67,6 +69,7 @@ export class ModelSession {
     private readonly runner: ModelRunner,
     private readonly engine: Engine,
     contextLength: number,
+    private readonly draft: { model: GgufModel; runner: ModelRunner } | null,
   ) {
     this.description = describeModel(model, frontEnd, runner, contextLength);
   }
@@ -90,7 +93,9 @@ export class ModelSession {
         dtype: options.kvDtype,
       };
       const runner = openRunner(model, options, kv);
+      let draft: { model: GgufModel; runner: ModelRunner; kv: typeof kv } | null = null;
       try {
+        if (options.draftModelPath !== undefined) draft = openDraft(options, contextLength);
         const engine = new Engine(runner, {
           contextLength,
           maxSequences: options.maxSequences,
@@ -99,10 +104,12 @@ export class ModelSession {
           kv,
           hidden: model.pooling.kind !== "text",
           speculative: options.speculative,
+          ...(draft ? { draft: { runner: draft.runner, kv: draft.kv } } : {}),
         });
-        return new ModelSession(model, frontEnd, runner, engine, contextLength);
+        return new ModelSession(model, frontEnd, runner, engine, contextLength, draft);
       } catch (err) {
         runner.close();
+        if (draft) closeDraft(draft);
         throw err;
       }
     } catch (err) {
@@ -213,6 +220,33 @@ export class ModelSession {
     this.#closed = true;
     this.engine.cancelAll();
     this.runner.close();
+    if (this.draft) closeDraft(this.draft);
     this.model.file.close();
   }
+}
+
+/** The draft model on the first device, with a KV pool of one full context. */
+function openDraft(
+  options: ModelLoadOptions,
+  contextLength: number,
+): { model: GgufModel; runner: ModelRunner; kv: KvPoolSpec } {
+  const model = openModel(options.draftModelPath!);
+  try {
+    const kv = {
+      blockSize: KV_BLOCK_SIZE,
+      nBlocks: kvPoolBlocks(model.shape, contextLength, 0, options.kvDtype, KV_BLOCK_SIZE),
+      dtype: options.kvDtype,
+    };
+    const { tensorParallel: _, devices, ...local } = options;
+    const runner = openRunner(model, { ...local, devices: devices?.slice(0, 1) }, kv);
+    return { model, runner, kv };
+  } catch (err) {
+    model.file.close();
+    throw err;
+  }
+}
+
+function closeDraft(draft: { model: GgufModel; runner: ModelRunner }): void {
+  draft.runner.close();
+  draft.model.file.close();
 }

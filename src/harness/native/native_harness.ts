@@ -140,8 +140,20 @@ export class NativeHarness implements Harness {
       state.progress = DOWNLOAD_SHARE;
       state.detail = { stage: "loading weights", file: path };
       report();
+      const draftModelPath = spec.draft_model
+        ? await allowedModelPath(spec.draft_model, this.#config.model_dirs) ??
+          await modelFile({ ...spec, model_id: spec.draft_model, revision: null }, this.#config, {
+            env: this.#env,
+            signal: this.#closing.signal,
+            log: mlog,
+            onDownload: () => {},
+          })
+        : undefined;
       const start = (): Promise<ModelHost> =>
-        this.#startEngine(id, path, { tensorParallel, devices }, spec.speculative ?? undefined);
+        this.#startEngine(id, path, { tensorParallel, devices }, {
+          ...(spec.speculative ? { speculative: spec.speculative } : {}),
+          ...(draftModelPath ? { draftModelPath } : {}),
+        });
       const host = await start();
       if (this.#closing.signal.aborted) {
         await host.close();
@@ -181,7 +193,7 @@ export class NativeHarness implements Harness {
     id: string,
     path: string,
     split: { tensorParallel: number; devices: number[] },
-    speculative: Partial<SpeculativeParams> | undefined,
+    speculation: { speculative?: Partial<SpeculativeParams>; draftModelPath?: string },
   ): Promise<ModelHost> {
     try {
       return await ModelHost.start({
@@ -197,7 +209,7 @@ export class NativeHarness implements Harness {
         stepTargetMs: this.#config.step_target_ms,
         cuda: this.#cuda && { libcuda: this.#cuda.libcuda, libcublas: this.#cuda.libcublas },
         kvDtype: "f16",
-        ...(speculative ? { speculative } : {}),
+        ...speculation,
       });
     } catch (err) {
       const code = err instanceof NeuronError ? err.code : "";
