@@ -123,6 +123,12 @@ Deno.test("errors: one line naming the file and the key", async () => {
     ),
     'neuron.toml: default_models[0].speculative.mode: expected one of "ngram", "draft", "off", got "lookup"',
   );
+  assertEquals(
+    await failure(
+      `[[default_models]]\nmodel_id = "a/b"\nharness = "native"\nspeculative = { mode = "draft" }\n`,
+    ),
+    "neuron.toml: default_models[0].speculative.mode: draft needs a draft_model",
+  );
   const syntax = await failure(`port = 1\nfoo = = 2\n`);
   assertEquals(syntax, 'neuron.toml:2:7: invalid TOML: invalid value (at "foo = = 2")');
   assert(!syntax.includes("\n"));

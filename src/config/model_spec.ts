@@ -52,10 +52,25 @@ function devicesMatchTp(
   }
 }
 
+function draftNeedsModel(
+  spec: { speculative?: { mode?: string } | null; draft_model?: string | null },
+  ctx: z.RefinementCtx,
+): void {
+  if (spec.speculative?.mode === "draft" && !spec.draft_model) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["speculative", "mode"],
+      message: "draft needs a draft_model",
+    });
+  }
+}
+
 /** The config file form: unknown keys are mistakes. */
-export const modelSpecConfigSchema = z.strictObject(fields).superRefine(devicesMatchTp);
+export const modelSpecConfigSchema = z.strictObject(fields).superRefine(devicesMatchTp)
+  .superRefine(draftNeedsModel);
 
 /** The HTTP form: fields a newer gateway adds are ignored, as the gateway ignores ours. */
-export const modelSpecBodySchema = z.object(fields).superRefine(devicesMatchTp);
+export const modelSpecBodySchema = z.object(fields).superRefine(devicesMatchTp)
+  .superRefine(draftNeedsModel);
 
 export type ModelSpec = z.infer<typeof modelSpecBodySchema>;

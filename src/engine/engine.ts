@@ -142,7 +142,7 @@ export class Engine {
       );
     }
     const speculative = resolveSpeculation(this.#speculative, request.speculative);
-    if (speculative.mode === "draft" && this.#drafter === null) {
+    if (!pooled && speculative.mode === "draft" && this.#drafter === null) {
       throw new EngineError(
         "invalid_request",
         "speculative mode 'draft' needs a draft model, and this model was loaded without one",

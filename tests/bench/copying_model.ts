@@ -23,6 +23,16 @@ const SEED = 23;
 /** Sublayer outputs this much smaller than random: the embedding stays on top. */
 const SUBLAYER_SCALE = 1e-3;
 const BENCH_SHAPE = { ...QWEN3_SHAPES["qwen3-0.6b"], tiedOutput: false };
+const DRAFT_SHAPE: Qwen3Hparams = {
+  hidden: 256,
+  layers: 2,
+  heads: 4,
+  kvHeads: 2,
+  headDim: 64,
+  ffn: 512,
+  vocab: BENCH_SHAPE.vocab,
+  tiedOutput: false,
+};
 
 export interface CopyingModel {
   path: string;
@@ -30,34 +40,54 @@ export interface CopyingModel {
   successor: Int32Array;
 }
 
-/** The designed successor permutation (Fisher-Yates from the seed). */
-function successors(vocab: number): Int32Array {
+/**
+ * The designed successor permutation (Fisher-Yates from the seed); with `agree` < 1, a
+ * share 1 - agree of the tokens swap successors in pairs, so a model of it agrees with one
+ * of the full permutation on that share of tokens (a draft model of known quality).
+ */
+function successors(vocab: number, agree = 1): Int32Array {
   const rng = new Rng(SEED);
   const s = Int32Array.from({ length: vocab }, (_, i) => i);
   for (let i = vocab - 1; i > 0; i--) {
     const j = rng.u32() % (i + 1);
     [s[i], s[j]] = [s[j], s[i]];
   }
+  const swaps = new Rng(SEED + 2);
+  for (let t = 0; t + 1 < vocab; t += 2) {
+    if (swaps.float() < 1 - agree) [s[t], s[t + 1]] = [s[t + 1], s[t]];
+  }
   return s;
 }
 
 /** The Qwen3-0.6B-shaped model, written once into the synthetic model cache. */
 export function copyingModel(): CopyingModel {
-  const path = `${cacheDir()}/synthetic/qwen3-0.6b-copying-q8_0.gguf`;
+  return cached("qwen3-0.6b-copying-q8_0.gguf", BENCH_SHAPE, 1);
+}
+
+/**
+ * A small draft model for the 0.6B one (hidden 256, 2 layers, the same vocabulary) that
+ * continues as it does on a share `agree` of tokens, written once into the cache.
+ */
+export function copyingDraft(agree: number): CopyingModel {
+  return cached(`qwen3-draft-agree${Math.round(agree * 100)}-q8_0.gguf`, DRAFT_SHAPE, agree);
+}
+
+function cached(name: string, hp: Qwen3Hparams, agree: number): CopyingModel {
+  const path = `${cacheDir()}/synthetic/${name}`;
   try {
     Deno.statSync(path);
-    return { path, successor: successors(BENCH_SHAPE.vocab) };
+    return { path, successor: successors(hp.vocab, agree) };
   } catch {
     // Not written yet.
   }
   Deno.mkdirSync(`${cacheDir()}/synthetic`, { recursive: true });
-  return writeCopyingModel(path, BENCH_SHAPE);
+  return writeCopyingModel(path, hp, agree);
 }
 
 /** Writes a copying model of shape `hp` (untied output, Q8_0) to `path`. */
-export function writeCopyingModel(path: string, hp: Qwen3Hparams): CopyingModel {
+export function writeCopyingModel(path: string, hp: Qwen3Hparams, agree = 1): CopyingModel {
   const HP = { ...hp, tiedOutput: false };
-  const successor = successors(HP.vocab);
+  const successor = successors(HP.vocab, agree);
   const plan = qwen3TensorPlan(HP, "q8_0").map((t) =>
     /attn_output|ffn_down/.test(t.name) ? { ...t, rms: t.rms * SUBLAYER_SCALE } : t
   );

@@ -1,7 +1,7 @@
 /**
- * Speculative decoding (prompt lookup), single stream: decode tokens per second with and
- * without it, side by side in one run, on a Qwen3-0.6B-shaped Q8_0 model whose greedy
- * continuation is designed (copying_model.ts), over three workloads:
+ * Speculative decoding, single stream: decode tokens per second with and without it, side
+ * by side in one run, on a Qwen3-0.6B-shaped Q8_0 model whose greedy continuation is
+ * designed (copying_model.ts). Prompt lookup over three workloads:
  *
  * - copy: a 1,500-token "source file" (a stretch of the model's chain, one token in 50
  *   edited) between an instruction's tokens, ending where the source starts: the model
@@ -11,7 +11,11 @@
  *   followed by a wrong token: nearly every step finds a draft that fails, so only the
  *   backing off keeps speculation from costing.
  *
- *   deno task bench:spec [--tokens N] [--threads T] [--reps R] [--k K]
+ * Then a draft model (a small copying model that agrees with the target's continuation on
+ * a known share of tokens, 100% down to 20%): speedup against acceptance, and the share
+ * where it breaks even.
+ *
+ *   deno task bench:spec [--tokens N] [--threads T] [--reps R] [--k K] [--draft-k K]
  *
  * Needs a quiet machine for numbers worth comparing.
  */
@@ -20,8 +24,9 @@ import { parseArgs } from "node:util";
 import { Engine, type EngineStats, GREEDY } from "../../src/engine/mod.ts";
 import type { SpeculativeParams } from "../../src/engine/mod.ts";
 import { Rng } from "../../src/gguf/mod.ts";
-import { openModel, openRunner } from "../../src/runner/mod.ts";
-import { copyingModel } from "./copying_model.ts";
+import { type ModelRunner, openModel, openRunner } from "../../src/runner/mod.ts";
+import type { KvPoolSpec } from "../../src/backend/backend.ts";
+import { copyingDraft, copyingModel } from "./copying_model.ts";
 
 const PROMPT = 1500;
 const EDIT_EVERY = 50;
@@ -97,6 +102,68 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)];
 }
 
+const HEADER = "plain tok/s  spec tok/s  speedup  accepted  tok/verif  ms/step plain  ms/verif";
+
+/** Plain and speculative decoding of `prompt`, alternated `reps` times; one table row. */
+function compare(
+  engine: Engine,
+  label: string,
+  prompt: number[],
+  o: { tokens: number; reps: number },
+  speculative: Partial<SpeculativeParams>,
+): number {
+  const plain: Measured[] = [];
+  const spec: Measured[] = [];
+  for (let r = 0; r < o.reps; r++) {
+    plain.push(decode(engine, prompt, o.tokens, { mode: "off" }));
+    spec.push(decode(engine, prompt, o.tokens, speculative));
+  }
+  if (spec.some((s) => s.ids.join() !== plain[0].ids.join())) {
+    throw new Error(`${label}: speculative output differs from plain decoding's`);
+  }
+  const p = median(plain.map((m) => m.tokPerSec));
+  const s = median(spec.map((m) => m.tokPerSec));
+  const st = spec[0].stats;
+  const accepted = st.specDrafted === 0 ? 0 : st.specAccepted / st.specDrafted;
+  const perVerif = st.specVerifications === 0 ? 0 : st.specTokens / st.specVerifications;
+  const cells = [
+    p.toFixed(1).padStart(11),
+    s.toFixed(1).padStart(10),
+    `${(s / p).toFixed(2).padStart(6)}x`,
+    `${(100 * accepted).toFixed(0).padStart(7)}%`,
+    perVerif.toFixed(2).padStart(9),
+    median(plain.map((m) => m.stepMs)).toFixed(1).padStart(13),
+    median(spec.map((m) => m.stepMs)).toFixed(1).padStart(8),
+  ];
+  console.log(`${label.padEnd(15)} ${cells.join("  ")}`);
+  console.log(
+    `  ${st.specVerifications} verifications of ${st.steps} steps, ` +
+      `${st.specDrafted} drafted, ${st.specAccepted} accepted`,
+  );
+  return s / p;
+}
+
+function engineOver(runner: ModelRunner, kv: KvPoolSpec, draft?: ModelRunner): Engine {
+  return new Engine(runner, {
+    contextLength: 4096,
+    maxSequences: 1,
+    maxBatchTokens: 512,
+    // The prompt in whole 512-token steps: nobody else waits on it here.
+    stepTargetMs: Infinity,
+    kv,
+    ...(draft ? { draft: { runner: draft, kv } } : {}),
+  });
+}
+
+/** Acceptance where the speedup crosses 1, interpolated; null if it never does. */
+function breakEven(points: Array<[agree: number, speedup: number]>): number | null {
+  for (let i = 1; i < points.length; i++) {
+    const [a0, s0] = points[i - 1], [a1, s1] = points[i];
+    if ((s0 - 1) * (s1 - 1) <= 0 && s0 !== s1) return a0 + ((1 - s0) * (a1 - a0)) / (s1 - s0);
+  }
+  return null;
+}
+
 function main(): void {
   const { values } = parseArgs({
     args: Deno.args,
@@ -105,62 +172,54 @@ function main(): void {
       threads: { type: "string", default: "0" },
       reps: { type: "string", default: "3" },
       k: { type: "string", default: "6" },
+      "draft-k": { type: "string", default: "4" },
     },
   });
-  const tokens = Number(values.tokens);
+  const o = { tokens: Number(values.tokens), reps: Number(values.reps) };
   const threads = Number(values.threads);
-  const reps = Number(values.reps);
   const k = Number(values.k);
+  const draftK = Number(values["draft-k"]);
   const { path, successor } = copyingModel();
   const model = openModel(path);
   const kv = { blockSize: 16, nBlocks: 256, dtype: "f16" as const };
   const runner = openRunner(model, { device: "cpu", threads }, kv);
   console.log(`Qwen3-0.6B-shaped Q8_0 (copying), ${runner.device}, threads ${threads || "all"}`);
-  console.log(
-    `single stream, ${PROMPT}-token prompts, ${tokens} tokens decoded, median of ${reps}`,
-  );
-  console.log(
-    "workload        plain tok/s  ngram tok/s  speedup  accepted  tok/verif  ms/step plain  ms/verif",
-  );
+  console.log(`single stream, ${o.tokens} tokens decoded, median of ${o.reps}`);
   try {
+    console.log(`\nprompt lookup (k up to ${k}, n 5..3), ${PROMPT}-token prompts`);
+    console.log(`workload        ${HEADER}`);
     for (const [name, prompt] of workloads(successor, new Rng(7))) {
       // One engine per workload: the prompt's blocks stay cached, so only decoding differs.
-      const engine = new Engine(runner, {
-        contextLength: 4096,
-        maxSequences: 1,
-        maxBatchTokens: 512,
-        // The prompt in whole 512-token steps: nobody else waits on it here.
-        stepTargetMs: Infinity,
-        kv,
-      });
-      const plain: Measured[] = [];
-      const spec: Measured[] = [];
-      for (let r = 0; r < reps; r++) {
-        plain.push(decode(engine, prompt, tokens, { mode: "off" }));
-        spec.push(decode(engine, prompt, tokens, { mode: "ngram", k, n: 5 }));
-      }
-      if (spec.some((s) => s.ids.join() !== plain[0].ids.join())) {
-        throw new Error(`${name}: speculative output differs from plain decoding's`);
-      }
-      const p = median(plain.map((m) => m.tokPerSec));
-      const s = median(spec.map((m) => m.tokPerSec));
-      const st = spec[0].stats;
-      const accepted = st.specDrafted === 0 ? 0 : st.specAccepted / st.specDrafted;
-      const perVerif = st.specVerifications === 0 ? 0 : st.specTokens / st.specVerifications;
-      const verifMs = median(spec.map((m) => m.stepMs));
-      console.log(
-        `${name.padEnd(15)} ${p.toFixed(1).padStart(11)}  ${s.toFixed(1).padStart(11)}  ` +
-          `${(s / p).toFixed(2).padStart(6)}x  ${(100 * accepted).toFixed(0).padStart(7)}%  ` +
-          `${perVerif.toFixed(2).padStart(9)}  ${
-            median(plain.map((m) => m.stepMs)).toFixed(1)
-              .padStart(13)
-          }  ${verifMs.toFixed(1).padStart(8)}`,
-      );
-      console.log(
-        `  ngram: ${st.specVerifications} verifications of ${st.steps} steps, ` +
-          `${st.specDrafted} drafted, ${st.specAccepted} accepted`,
-      );
+      compare(engineOver(runner, kv), name, prompt, o, { mode: "ngram", k, n: 5 });
     }
+    console.log(
+      `\ndraft model (hidden 256, 2 layers; k ${draftK} fixed), agreeing with the model on a ` +
+        "share of tokens; 256-token random prompts",
+    );
+    console.log(`agreement       ${HEADER}`);
+    const prompt = Array.from({ length: 256 }, (_, i) => successor[i * 577]);
+    const points: Array<[number, number]> = [];
+    for (const agree of [1, 0.8, 0.6, 0.4, 0.2]) {
+      const draftModel = openModel(copyingDraft(agree).path);
+      const draft = openRunner(draftModel, { device: "cpu", threads }, kv);
+      try {
+        const speedup = compare(engineOver(runner, kv, draft), `${agree * 100}%`, prompt, o, {
+          mode: "draft",
+          k: draftK,
+          adaptive: false,
+        });
+        points.push([agree, speedup]);
+      } finally {
+        draft.close();
+        draftModel.file.close();
+      }
+    }
+    const even = breakEven(points);
+    console.log(
+      even === null
+        ? "break-even: not crossed in this range"
+        : `break-even: the draft must agree on about ${(100 * even).toFixed(0)}% of tokens`,
+    );
   } finally {
     runner.close();
     model.file.close();

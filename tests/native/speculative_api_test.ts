@@ -113,6 +113,14 @@ Deno.test("speculative API: bad values are 400 naming the field; draft mode need
     });
     const refused = await jsonOf(bad) as Json;
     assertEquals([bad.status, refused.code], [422, "invalid_request_body"], "load body, as any");
+    const noDraft = await node.post("/models/load", {
+      model_id: fixture("qwen3-tiny-q4_0.gguf"),
+      harness: "native",
+      speculative: { mode: "draft" },
+    });
+    const why = await jsonOf(noDraft) as Json;
+    assertEquals([noDraft.status, why.code], [422, "invalid_request_body"]);
+    assert(String(why.error).includes("draft needs a draft_model"), String(why.error));
   });
 });
 
