@@ -1,9 +1,10 @@
 /**
  * The engine core of one loaded model, on token ids only. It owns the KV cache's block
  * pool and the running sequences, and advances them one step at a time: each step feeds
- * every decoding sequence its last token plus a chunk of a waiting prompt, in one forward
- * pass of its runner, then samples for every sequence that produced logits. Text is the
- * front end's; the runner (runner/) is handed in, whatever device or split it runs on.
+ * every decoding sequence its last token (and any tokens drafted after it, spec/) plus a
+ * chunk of a waiting prompt, in one forward pass of its runner, then samples for every
+ * sequence that produced logits. Text is the front end's; the runner (runner/) is handed
+ * in, whatever device or split it runs on.
  */
 
 import type { SequenceSlice, Step, StepInterrupt } from "../backend/backend.ts";
