@@ -19,8 +19,9 @@ enum { SEQ_ROW_START = 0, SEQ_ROW_COUNT = 1, SEQ_TABLE_LEN = 2, SEQ_WORDS = 3 };
 static int32_t check_seqs(int32_t kv_type, int64_t block_size, int32_t n_seqs,
                           const int32_t *seqs, const int32_t *tables, const int32_t *positions,
                           int64_t n_kv_heads, int64_t head_dim) {
-  if ((kv_type != NK_F32 && kv_type != NK_F16) || block_size <= 0 || n_seqs < 0 ||
-      (n_seqs > 0 && (!seqs || !tables || !positions)) || n_kv_heads <= 0 || head_dim <= 0) {
+  if ((kv_type != NK_F32 && kv_type != NK_F16 && !nk_kv_quantized(kv_type)) ||
+      block_size <= 0 || n_seqs < 0 || (n_seqs > 0 && (!seqs || !tables || !positions)) ||
+      n_kv_heads <= 0 || head_dim <= 0 || (nk_kv_quantized(kv_type) && head_dim % 32 != 0)) {
     return NK_EINVAL;
   }
   for (int32_t s = 0; s < n_seqs; s++) {
@@ -51,8 +52,11 @@ static void store_row(const nk_isa_ops *ops, void *cache, int32_t kv_type, int64
                       int64_t width, const float *src) {
   if (kv_type == NK_F32) {
     memcpy((float *)cache + slot * width, src, (size_t)width * 4);
-  } else {
+  } else if (kv_type == NK_F16) {
     ops->f16_store((uint16_t *)cache + slot * width, src, width);
+  } else {
+    /* Heads are whole blocks, so a position's row is too. */
+    nk_kv_quantize_row(kv_type, src, width, (uint8_t *)cache + slot * nk_kv_head_bytes(kv_type, width));
   }
 }
 
@@ -106,7 +110,7 @@ int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type
 
 int64_t nk_attend_scratch_floats(const nk_attn *a) {
   const int64_t r = nk_attn_tile_tokens(a) * (a->n_heads / a->n_kv_heads);
-  return 2 * r * a->head_dim + r * NK_ATTN_TILE + 2 * r + NK_ATTN_TILE * a->head_dim;
+  return 2 * r * a->head_dim + r * NK_ATTN_TILE + 2 * r + 2 * NK_ATTN_TILE * a->head_dim;
 }
 
 typedef struct {
