@@ -22,7 +22,7 @@ import {
   kvLayoutBytes,
   type KvType,
 } from "./kernels.ts";
-import { dequantizeRow, type KvQuant, quantizeRow } from "../../../tests/support/kv_quant_ref.ts";
+import { dequantizeRow, type KvQuant, quantizeRow } from "../reference/kv_quant.ts";
 import type { KvSequence } from "./kv_layout.ts";
 import { maxAbsDiff, randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
 

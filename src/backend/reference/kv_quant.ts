@@ -1,10 +1,14 @@
 /**
  * ggml's reference quantizers for the KV cache types (quantize_row_q8_0_ref and
- * quantize_row_q4_0_ref in ggml-quants.c) and their dequantizers, in f32 arithmetic as the C
- * does it: the oracle for what a quantized cache holds, byte for byte.
+ * quantize_row_q4_0_ref in ggml-quants.c), in f32 arithmetic as the C does it: the oracle
+ * for what a quantized cache holds, byte for byte.
  */
 
-import { f16ToF32, f32ToF16 } from "../../src/gguf/mod.ts";
+import { f32ToF16 } from "../../gguf/mod.ts";
+import { dequantizeRow as dequantizeGguf } from "../../gguf/dequant/mod.ts";
+import { GgmlType } from "../../gguf/types.ts";
+
+const GGML_TYPE_IDS = { q8_0: GgmlType.Q8_0, q4_0: GgmlType.Q4_0 } as const;
 
 export type KvQuant = "q8_0" | "q4_0";
 
@@ -45,20 +49,9 @@ export function quantizeRow(type: KvQuant, x: Float32Array): Uint8Array {
   return out;
 }
 
-/** The values blocks of `type` stand for. */
+/** The values blocks of `type` stand for (through the GGUF reference dequantizers). */
 export function dequantizeRow(type: KvQuant, q: Uint8Array): Float32Array {
-  const bytes = KV_BLOCK_BYTES[type];
-  const view = new DataView(q.buffer, q.byteOffset, q.byteLength);
-  const out = new Float32Array(q.length / bytes * 32);
-  for (let b = 0; b < q.length / bytes; b++) {
-    const d = f16ToF32(view.getUint16(b * bytes, true));
-    for (let j = 0; j < 32; j++) {
-      if (type === "q8_0") out[32 * b + j] = f(view.getInt8(b * bytes + 2 + j) * d);
-      else {
-        const byte = q[b * bytes + 2 + (j % 16)];
-        out[32 * b + j] = f(((j < 16 ? byte & 15 : byte >> 4) - 8) * d);
-      }
-    }
-  }
+  const out = new Float32Array(q.length / KV_BLOCK_BYTES[type] * 32);
+  dequantizeGguf(GGML_TYPE_IDS[type], q, out);
   return out;
 }
