@@ -153,7 +153,21 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
   if (n_seqs == 0) return NK_OK;
   nk_attn *attn = malloc((size_t)n_seqs * sizeof(nk_attn));
   int64_t *first = malloc((size_t)(n_seqs + 1) * sizeof(int64_t));
+  float *q8 = NULL;
   int32_t rc = attn && first ? NK_OK : NK_ENOMEM;
+  if (rc == NK_OK && nk_kv_quantized(kv_type)) {
+    /* Against a quantized K, llama.cpp takes Q.K as a q8_0 . q8_0 (or q4_0) dot product:
+     * the queries are rounded through q8_0 first, and so they are here. */
+    int64_t rows = 0;
+    for (int32_t s = 0; s < n_seqs; s++) {
+      const int32_t *seq = seqs + SEQ_WORDS * s;
+      if (seq[SEQ_ROW_START] + seq[SEQ_ROW_COUNT] > rows) rows = seq[SEQ_ROW_START] + seq[SEQ_ROW_COUNT];
+    }
+    q8 = malloc((size_t)(rows > 0 ? rows : 1) * (size_t)(n_heads * head_dim) * sizeof(float));
+    if (!q8) rc = NK_ENOMEM;
+    else nk_q8_0_round(q, rows * n_heads * head_dim, q8);
+    q = q8;
+  }
   const int32_t *table = tables;
   if (rc == NK_OK) first[0] = 0;
   for (int32_t s = 0; rc == NK_OK && s < n_seqs; s++) {
@@ -173,5 +187,6 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
   }
   free(attn);
   free(first);
+  free(q8);
   return rc;
 }

@@ -40,3 +40,12 @@ void nk_kv_quantize_row(int32_t type, const float *src, int64_t n, void *dst) {
     else q4_0_block(src + 32 * b, (nk_block_q4_0 *)dst + b);
   }
 }
+
+void nk_q8_0_round(const float *src, int64_t n, float *dst) {
+  nk_block_q8_0 b;
+  for (int64_t i = 0; i < n / 32; i++) {
+    q8_0_block(src + 32 * i, &b);
+    const float d = nk_f16_to_f32_1(b.d);
+    for (int j = 0; j < 32; j++) dst[32 * i + j] = (float)b.qs[j] * d;
+  }
+}

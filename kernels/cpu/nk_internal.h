@@ -297,6 +297,8 @@ static inline int64_t nk_kv_head_bytes(int32_t type, int64_t head_dim) {
 
 /* n values (a multiple of 32) into q8_0 or q4_0 blocks, as ggml's reference quantizers. */
 void nk_kv_quantize_row(int32_t type, const float *src, int64_t n, void *dst);
+/* n values (a multiple of 32) as the q8_0 blocks they quantize to stand for. */
+void nk_q8_0_round(const float *src, int64_t n, float *dst);
 
 /* Tokens per attention item: at least one, whatever the group size. */
 static inline int64_t nk_attn_tile_tokens(const nk_attn *a) {

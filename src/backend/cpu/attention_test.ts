@@ -22,7 +22,7 @@ import {
   kvLayoutBytes,
   type KvType,
 } from "./kernels.ts";
-import { dequantizeRow, type KvQuant, quantizeRow } from "../reference/kv_quant.ts";
+import { dequantizeRow, type KvQuant, quantizeRow, roundThroughQ8 } from "../reference/kv_quant.ts";
 import type { KvSequence } from "./kv_layout.ts";
 import { maxAbsDiff, randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
@@ -155,8 +155,16 @@ Deno.test("kv_store + attention match a float64 causal GQA reference over a page
         nKvHeads: s.nKvHeads,
         headDim: s.headDim,
       };
+      // Against a quantized K the queries take part as q8_0 blocks, as in llama.cpp.
       const wants = s.chunks.map((c, i) =>
-        attentionRef(s, queries[i], keysHeld, valsHeld, c, scale)
+        attentionRef(
+          s,
+          quant(type) ? roundThroughQ8(queries[i]) : queries[i],
+          keysHeld,
+          valsHeld,
+          c,
+          scale,
+        )
       );
       for (const threads of [1, 2]) {
         const pool = k.createPool(threads);

@@ -45,6 +45,7 @@ import {
   ROPE_NORM,
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
+import { ensureHostFits } from "./host_memory.ts";
 import {
   CpuExperts,
   expertBytes,

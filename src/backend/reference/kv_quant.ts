@@ -55,3 +55,8 @@ export function dequantizeRow(type: KvQuant, q: Uint8Array): Float32Array {
   dequantizeGguf(GGML_TYPE_IDS[type], q, out);
   return out;
 }
+
+/** Values (a multiple of 32) as the q8_0 blocks they quantize to stand for. */
+export function roundThroughQ8(x: Float32Array): Float32Array {
+  return dequantizeRow("q8_0", quantizeRow("q8_0", x));
+}

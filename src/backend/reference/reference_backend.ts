@@ -4,7 +4,7 @@
  * the native CPU and CUDA backends are compared with, llm.c style.
  */
 
-import { dequantizeRow as heldValues, quantizeRow } from "./kv_quant.ts";
+import { dequantizeRow as heldValues, quantizeRow, roundThroughQ8 } from "./kv_quant.ts";
 import { argmax } from "../../common/argmax.ts";
 import { dequantizeRow } from "../../gguf/dequant/mod.ts";
 import { rowBytes } from "../../gguf/types.ts";
@@ -227,7 +227,9 @@ export class ReferenceBackend implements Backend {
     const { nHeads, nKvHeads, headDim, scale } = shape;
     const window = shape.window ?? 0;
     const group = nHeads / nKvHeads;
-    const qs = act(q).data;
+    // Against a quantized K, queries take part as q8_0 blocks (as in llama.cpp's dot).
+    const quantized = c.spec.dtype === "q8_0" || c.spec.dtype === "q4_0";
+    const qs = quantized ? roundThroughQ8(act(q).data) : act(q).data;
     const os = act(out).data;
     for (const seq of layout.sequences) {
       for (let t = seq.rowStart; t < seq.rowStart + seq.rowCount; t++) {

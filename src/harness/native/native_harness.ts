@@ -7,6 +7,7 @@
 import type { CudaConfig, ModelSpec, NativeConfig } from "../../config/mod.ts";
 import { errorMessage, NeuronError } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
+import type { KvDType } from "../../backend/backend.ts";
 import type { DownloadProgress } from "../../hub/mod.ts";
 import { HarnessError } from "../errors.ts";
 import type {
@@ -140,7 +141,11 @@ export class NativeHarness implements Harness {
       state.detail = { stage: "loading weights", file: path };
       report();
       const start = (): Promise<ModelHost> =>
-        this.#startEngine(id, path, { tensorParallel, devices });
+        this.#startEngine(id, path, {
+          tensorParallel,
+          devices,
+          kvDtype: spec.kv_type ?? this.#config.kv_type,
+        });
       const host = await start();
       if (this.#closing.signal.aborted) {
         await host.close();
@@ -179,7 +184,7 @@ export class NativeHarness implements Harness {
   async #startEngine(
     id: string,
     path: string,
-    split: { tensorParallel: number; devices: number[] },
+    split: { tensorParallel: number; devices: number[]; kvDtype: KvDType },
   ): Promise<ModelHost> {
     try {
       return await ModelHost.start({
@@ -194,7 +199,6 @@ export class NativeHarness implements Harness {
         kvBudgetBytes: this.#config.kv_budget_bytes,
         stepTargetMs: this.#config.step_target_ms,
         cuda: this.#cuda && { libcuda: this.#cuda.libcuda, libcublas: this.#cuda.libcublas },
-        kvDtype: "f16",
       });
     } catch (err) {
       const code = err instanceof NeuronError ? err.code : "";
@@ -217,8 +221,14 @@ export class NativeHarness implements Harness {
           },
         );
       }
-      if (code === "cuda_unavailable") {
+      if (code === "cuda_unavailable" || code === "kv_type_unsupported") {
         throw new NeuronError(code, `cannot load ${where}: ${errorMessage(err)}`, { cause: err });
+      }
+      if (code === "cuda_out_of_memory" || code === "cpu_out_of_memory") {
+        // Weights or KV cache larger than the device's free memory: refused before allocating.
+        throw new NeuronError("insufficient_memory", `cannot load ${where}: ${errorMessage(err)}`, {
+          cause: err,
+        });
       }
       throw new HarnessError("model_load_failed", `cannot load ${where}: ${errorMessage(err)}`, {
         cause: err,
