@@ -40,7 +40,9 @@ for (const [kvType, name] of CASES) {
     const tolerance = LOGIT_TOLERANCE[name] + QUANTIZED_KV_SLACK;
     using ref = await openLlamaModel(path, { kvType });
     withSession(path, new CpuBackend({ threads: 2 }), (s) => {
-      for (const p of modelGolden(name).prompts) {
+      // A third of the prompts (raw, text and chat ones among them) keep the file's time
+      // in bounds; the goldens' own tests run them all with f16.
+      for (const p of modelGolden(name).prompts.filter((_, i) => i % 3 === 0)) {
         const want = ref.greedy(p.tokens, STEPS);
         const got = s.greedy(p.tokens, STEPS);
         // A token where llama.cpp's top two are closer than the tolerance may go either
