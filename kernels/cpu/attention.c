@@ -19,8 +19,9 @@ enum { SEQ_ROW_START = 0, SEQ_ROW_COUNT = 1, SEQ_TABLE_LEN = 2, SEQ_WORDS = 3 };
 static int32_t check_seqs(int32_t kv_type, int64_t block_size, int32_t n_seqs,
                           const int32_t *seqs, const int32_t *tables, const int32_t *positions,
                           int64_t n_kv_heads, int64_t head_dim) {
-  if ((kv_type != NK_F32 && kv_type != NK_F16) || block_size <= 0 || n_seqs < 0 ||
-      (n_seqs > 0 && (!seqs || !tables || !positions)) || n_kv_heads <= 0 || head_dim <= 0) {
+  if ((kv_type != NK_F32 && kv_type != NK_F16 && !nk_kv_quantized(kv_type)) ||
+      block_size <= 0 || n_seqs < 0 || (n_seqs > 0 && (!seqs || !tables || !positions)) ||
+      n_kv_heads <= 0 || head_dim <= 0 || (nk_kv_quantized(kv_type) && head_dim % 32 != 0)) {
     return NK_EINVAL;
   }
   for (int32_t s = 0; s < n_seqs; s++) {
@@ -51,8 +52,11 @@ static void store_row(const nk_isa_ops *ops, void *cache, int32_t kv_type, int64
                       int64_t width, const float *src) {
   if (kv_type == NK_F32) {
     memcpy((float *)cache + slot * width, src, (size_t)width * 4);
-  } else {
+  } else if (kv_type == NK_F16) {
     ops->f16_store((uint16_t *)cache + slot * width, src, width);
+  } else {
+    /* Heads are whole blocks, so a position's row is too. */
+    nk_kv_quantize_row(kv_type, src, width, (uint8_t *)cache + slot * nk_kv_head_bytes(kv_type, width));
   }
 }
 
@@ -106,7 +110,7 @@ int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type
 
 int64_t nk_attend_scratch_floats(const nk_attn *a) {
   const int64_t r = nk_attn_tile_tokens(a) * (a->n_heads / a->n_kv_heads);
-  return 2 * r * a->head_dim + r * NK_ATTN_TILE + 2 * r + NK_ATTN_TILE * a->head_dim;
+  return 2 * r * a->head_dim + r * NK_ATTN_TILE + 2 * r + 2 * NK_ATTN_TILE * a->head_dim;
 }
 
 typedef struct {
@@ -149,7 +153,21 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
   if (n_seqs == 0) return NK_OK;
   nk_attn *attn = malloc((size_t)n_seqs * sizeof(nk_attn));
   int64_t *first = malloc((size_t)(n_seqs + 1) * sizeof(int64_t));
+  float *q8 = NULL;
   int32_t rc = attn && first ? NK_OK : NK_ENOMEM;
+  if (rc == NK_OK && nk_kv_quantized(kv_type)) {
+    /* Against a quantized K, llama.cpp takes Q.K as a q8_0 . q8_0 (or q4_0) dot product:
+     * the queries are rounded through q8_0 first, and so they are here. */
+    int64_t rows = 0;
+    for (int32_t s = 0; s < n_seqs; s++) {
+      const int32_t *seq = seqs + SEQ_WORDS * s;
+      if (seq[SEQ_ROW_START] + seq[SEQ_ROW_COUNT] > rows) rows = seq[SEQ_ROW_START] + seq[SEQ_ROW_COUNT];
+    }
+    q8 = malloc((size_t)(rows > 0 ? rows : 1) * (size_t)(n_heads * head_dim) * sizeof(float));
+    if (!q8) rc = NK_ENOMEM;
+    else nk_q8_0_round(q, rows * n_heads * head_dim, q8);
+    q = q8;
+  }
   const int32_t *table = tables;
   if (rc == NK_OK) first[0] = 0;
   for (int32_t s = 0; rc == NK_OK && s < n_seqs; s++) {
@@ -169,5 +187,6 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
   }
   free(attn);
   free(first);
+  free(q8);
   return rc;
 }

@@ -10,6 +10,7 @@
 
 #include "isa_common.h"
 #include "isa_exp.h"
+#include "dequant_ref.h"
 #if defined(__AVX512F__)
 #include "kern_avx512.h"
 #endif
@@ -87,18 +88,21 @@ static inline void accumulate(float *o, const float *p, const void *const *rows,
 }
 
 /* The rows of positions [p0, p0 + n) of kv head kvh: one division per tile, then a walk
- * along the blocks. Without DIRECT_F16, f16 rows are converted into buf. */
+ * along the blocks. Quantized rows, and f16 ones without DIRECT_F16, are converted into
+ * buf. */
 static inline void tile_rows(const nk_attn *a, const void *cache, int64_t p0, int64_t n,
                              int64_t kvh, float *buf, const void **rows) {
   const int f16 = a->kv_type == NK_F16;
-  const int64_t elt = f16 ? 2 : 4;
+  const int64_t head_bytes = nk_kv_head_bytes(a->kv_type, a->head_dim);
   int64_t logical = p0 / a->block_size, slot = p0 % a->block_size;
   for (int64_t j = 0; j < n; j++) {
-    const int64_t off =
-        ((a->block_table[logical] * a->block_size + slot) * a->n_kv_heads + kvh) * a->head_dim;
-    rows[j] = (const uint8_t *)cache + off * elt;
+    const int64_t at = (a->block_table[logical] * a->block_size + slot) * a->n_kv_heads + kvh;
+    rows[j] = (const uint8_t *)cache + at * head_bytes;
     if (f16 && !DIRECT_F16) {
       nk_f16_row(rows[j], buf + j * a->head_dim, a->head_dim);
+      rows[j] = buf + j * a->head_dim;
+    } else if (nk_kv_quantized(a->kv_type)) {
+      nk_dequantize_row(a->kv_type, rows[j], a->head_dim, buf + j * a->head_dim);
       rows[j] = buf + j * a->head_dim;
     }
     if (++slot == a->block_size) {

@@ -27,12 +27,10 @@ static inline __m512 load16(const void *row, int64_t i, int f16) {
 /* The rows of positions [p0, p0 + n) of kv head kvh, each prefetched. */
 static void tile_rows(const nk_attn *a, const void *cache, int64_t p0, int64_t n, int64_t kvh,
                       int64_t row_bytes, const void **rows) {
-  const int64_t elt = a->kv_type == NK_F16 ? 2 : 4;
   int64_t logical = p0 / a->block_size, slot = p0 % a->block_size;
   for (int64_t j = 0; j < n; j++) {
-    const int64_t off =
-        ((a->block_table[logical] * a->block_size + slot) * a->n_kv_heads + kvh) * a->head_dim;
-    rows[j] = (const uint8_t *)cache + off * elt;
+    const int64_t at = (a->block_table[logical] * a->block_size + slot) * a->n_kv_heads + kvh;
+    rows[j] = (const uint8_t *)cache + at * row_bytes;
     for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch((const uint8_t *)rows[j] + o);
     if (++slot == a->block_size) {
       slot = 0;
@@ -233,11 +231,42 @@ static inline __attribute__((always_inline)) void tile_values(float *acc, const 
   }
 }
 
-/* f16 rows[0, n) as f32 in buf, rows then pointing there. */
-static void tile_f32(const void **rows, int64_t n, int64_t d, float *buf) {
+/* Sixteen values of a q8_0 block's int8 at q, times d. */
+static inline __m512 q8_16(const int8_t *q, __m512 d) {
+  const __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(v), d);
+}
+
+/* A q4_0 block's 32 values times its scale: the low nibbles are values 0-15, the high ones
+ * 16-31, both stored with a bias of 8. */
+static inline void q4_32(const nk_block_q4_0 *b, float *out) {
+  const __m512 d = _mm512_set1_ps(nk_f16_to_f32_1(b->d));
+  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b->qs));
+  const __m512i eight = _mm512_set1_epi32(8), low = _mm512_set1_epi32(0xF);
+  const __m512i lo = _mm512_sub_epi32(_mm512_and_si512(bytes, low), eight);
+  const __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(bytes, 4), eight);
+  _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
+  _mm512_storeu_ps(out + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
+}
+
+/* rows[0, n) of kv type `type` (f16 or quantized) as f32 in buf, rows then pointing there. */
+static void tile_f32(const void **rows, int64_t n, int64_t d, int32_t type, float *buf) {
   for (int64_t j = 0; j < n; j++) {
-    for (int64_t i = 0; i < d; i += 16) _mm512_storeu_ps(buf + j * d + i, load16(rows[j], i, 1));
-    rows[j] = buf + j * d;
+    float *out = buf + j * d;
+    if (type == NK_F16) {
+      for (int64_t i = 0; i < d; i += 16) _mm512_storeu_ps(out + i, load16(rows[j], i, 1));
+    } else if (type == NK_Q8_0) {
+      const nk_block_q8_0 *b = rows[j];
+      for (int64_t i = 0; i < d / 32; i++) {
+        const __m512 s = _mm512_set1_ps(nk_f16_to_f32_1(b[i].d));
+        _mm512_storeu_ps(out + 32 * i, q8_16(b[i].qs, s));
+        _mm512_storeu_ps(out + 32 * i + 16, q8_16(b[i].qs + 16, s));
+      }
+    } else {
+      const nk_block_q4_0 *b = rows[j];
+      for (int64_t i = 0; i < d / 32; i++) q4_32(b + i, out + 32 * i);
+    }
+    rows[j] = out;
   }
 }
 
@@ -245,14 +274,19 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
   const int64_t d = a->head_dim;
   const int64_t g_n = a->n_heads / a->n_kv_heads, n_rows = nt * g_n;
   if (d % 16 != 0 || d > MAX_DIM) return 0;
+  /* Quantized rows are converted a tile at a time; f16 ones are read in place where that
+   * saves a pass. */
+  const int quantized = nk_kv_quantized(a->kv_type);
   const int f16 = a->kv_type == NK_F16;
-  const int64_t row_bytes = d * (f16 ? 2 : 4);
+  const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
   float *acc = scratch;
   float *scores = acc + n_rows * d;
   float *run_max = scores + n_rows * NK_ATTN_TILE;
   float *run_sum = run_max + n_rows;
   float *q = run_sum + n_rows;
   float *kbuf = q + n_rows * d;
+  /* A quantized K tile as f32 (the transposition reads it into kbuf). */
+  float *kq = kbuf + NK_ATTN_TILE * d;
   const void *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
   int64_t len = 0, start = INT64_MAX;
   /* Row r is head r % g_n of token t0 + r / g_n: the group's heads are adjacent in q. */
@@ -274,6 +308,7 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
     /* Past a decode group's rows, one transposition of the tile (converting f16 once
      * instead of per FMA) costs less than the horizontal sums it saves. */
     const int gemm = n_rows > HEADS_PER_PASS;
+    if (quantized) tile_f32(krows, n, d, a->kv_type, kq);
     if (gemm) {
       tile_transpose(krows, n, d, f16, kbuf);
       gemm_scores(q, n_rows, d, kbuf, a->scale, scores);
@@ -295,9 +330,9 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
       for (int64_t j = 0; j < lo; j++) s[j] = 0.0f;
       for (int64_t j = hi; j < n; j++) s[j] = 0.0f;
     }
-    /* The transposed K is spent: its buffer takes V as f32, converted once for all rows. */
+    /* K is spent: its buffer takes V as f32, converted once for all rows. */
     const int v16 = f16 && !gemm;
-    if (f16 && gemm) tile_f32(vrows, n, d, kbuf);
+    if (quantized || (f16 && gemm)) tile_f32(vrows, n, d, a->kv_type, kbuf);
     for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
       const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
       int64_t m = 0;

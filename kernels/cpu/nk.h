@@ -117,7 +117,8 @@ NK_API int32_t nk_rope(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_head
                        float freq_scale, const float *freq_factors, int32_t mode);
 
 /* Paged KV cache: k_cache and v_cache are [n_blocks][block_size][n_kv_heads][head_dim] of
- * kv_type (NK_F32 or NK_F16). A step's rows belong to n_seqs sequences: seqs holds a
+ * kv_type: NK_F32, NK_F16, or NK_Q8_0 / NK_Q4_0 (each head's row whole ggml blocks of 32,
+ * so head_dim % 32 == 0, quantized as ggml's reference quantizers). A step's rows belong to n_seqs sequences: seqs holds a
  * triple (row_start, row_count, table_len) per sequence, tables their block tables one
  * after another (position / block_size -> cache block), positions one entry per row.
  * k and v are [rows][n_kv_heads][head_dim] f32. */

@@ -282,6 +282,24 @@ static inline void nk_prefetch_row(const nk_mm *mm, int64_t r) {
   nk_prefetch_ahead(mm, mm->w + r * mm->row_bytes, mm->row_bytes);
 }
 
+/* A KV cache type kept as ggml blocks of 32 values (kv_quant.c). */
+static inline int nk_kv_quantized(int32_t type) { return type == NK_Q8_0 || type == NK_Q4_0; }
+
+/* Bytes of one head's row of head_dim values in a cache of `type`. */
+static inline int64_t nk_kv_head_bytes(int32_t type, int64_t head_dim) {
+  switch (type) {
+    case NK_F32: return head_dim * 4;
+    case NK_F16: return head_dim * 2;
+    case NK_Q8_0: return head_dim / 32 * 34;
+    default: return head_dim / 32 * 18;
+  }
+}
+
+/* n values (a multiple of 32) into q8_0 or q4_0 blocks, as ggml's reference quantizers. */
+void nk_kv_quantize_row(int32_t type, const float *src, int64_t n, void *dst);
+/* n values (a multiple of 32) as the q8_0 blocks they quantize to stand for. */
+void nk_q8_0_round(const float *src, int64_t n, float *dst);
+
 /* Tokens per attention item: at least one, whatever the group size. */
 static inline int64_t nk_attn_tile_tokens(const nk_attn *a) {
   const int64_t g = a->n_heads / a->n_kv_heads;

@@ -64,7 +64,23 @@ export interface ExpertSource extends WeightSource {
   expertStride: number;
 }
 
-export type KvDType = "f32" | "f16";
+/**
+ * A KV cache element type. q8_0 and q4_0 are ggml's blocks of 32 values (an f16 scale and
+ * 32 int8, or 32 4-bit values): 34 and 18 bytes, so each head's row must be whole blocks.
+ */
+export type KvDType = "f32" | "f16" | "q8_0" | "q4_0";
+
+/** Bytes per 32 values of each KV type. */
+const KV_BYTES_PER_32: Record<KvDType, number> = { f32: 128, f16: 64, q8_0: 34, q4_0: 18 };
+
+/** Why a cache of `dtype` cannot hold heads of `headDim` values, or null. */
+export function kvDTypeProblem(dtype: KvDType, headDim: number): string | null {
+  if (!(dtype in KV_BYTES_PER_32)) return `unknown KV cache type "${dtype}"`;
+  if ((dtype === "q8_0" || dtype === "q4_0") && headDim % 32 !== 0) {
+    return `a ${dtype} KV cache needs a head dimension divisible by 32, got ${headDim}`;
+  }
+  return null;
+}
 
 /** How a KV cache pool is laid out; its per-layer shape comes from the model. */
 export interface KvPoolSpec {
@@ -176,7 +192,7 @@ export interface Collective {
 
 /** Bytes of one position of one layer's K (or V) in a cache of `spec`. */
 export function kvRowBytes(spec: Pick<KvCacheSpec, "nKvHeads" | "headDim" | "dtype">): number {
-  return spec.nKvHeads * spec.headDim * (spec.dtype === "f16" ? 2 : 4);
+  return spec.nKvHeads * spec.headDim * KV_BYTES_PER_32[spec.dtype] / 32;
 }
 
 /** Bytes of one layer's K (or V) in a cache of `spec`: every block. */

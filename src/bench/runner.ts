@@ -1,12 +1,12 @@
 /**
  * llama-bench's two measurements on one model: pp N (an N-token prompt evaluated in one
- * batch, logits for its last token) and tg N (N tokens generated one at a time from an
- * empty context), each repeated after a warm-up, plus the memory bandwidth of the same
- * device measured in the same run, so decode efficiency is a ratio of two figures taken
- * side by side.
+ * batch, logits for its last token) and tg N (N tokens generated one at a time), each
+ * repeated after a warm-up, after `depth` positions already in the cache (llama-bench's
+ * -d), plus the memory bandwidth of the same device measured in the same run, so decode
+ * efficiency is a ratio of two figures taken side by side.
  */
 
-import { type Backend, kvCacheBytes, type Step } from "../backend/backend.ts";
+import { type Backend, kvCacheBytes, type KvDType, type Step } from "../backend/backend.ts";
 import { architecture, optionalNumber } from "../gguf/mod.ts";
 import type { GgufModel } from "../models/family.ts";
 import { ModelInstance } from "../models/instance.ts";
@@ -42,24 +42,52 @@ function tokens(n: number, vocab: number, seed: number): Int32Array {
   });
 }
 
+/** Positions filled per forward when the cache is brought to a depth. */
+const FILL_CHUNK = 512;
+
 export class ModelBench {
   readonly #table: Int32Array;
+  /** Positions [0, depth) of the cache hold a prompt: pp and tg run after them. */
+  #depth = 0;
 
   private constructor(
     readonly model: GgufModel,
     readonly instance: ModelInstance,
     readonly maxTokens: number,
+    readonly kvType: KvDType,
     blocks: number,
   ) {
     this.#table = Int32Array.from({ length: blocks }, (_, i) => i);
   }
 
-  /** Binds `model` to `backend` with a KV cache of `maxTokens` positions. */
-  static load(model: GgufModel, backend: Backend, maxTokens: number): ModelBench {
+  /** Binds `model` to `backend` with a KV cache of `maxTokens` positions of `kvType`. */
+  static load(
+    model: GgufModel,
+    backend: Backend,
+    maxTokens: number,
+    kvType: KvDType = "f16",
+  ): ModelBench {
     const blockSize = 16;
     const nBlocks = Math.ceil(maxTokens / blockSize);
-    const instance = ModelInstance.create(model, backend, { blockSize, nBlocks, dtype: "f16" });
-    return new ModelBench(model, instance, maxTokens, nBlocks);
+    const instance = ModelInstance.create(model, backend, { blockSize, nBlocks, dtype: kvType });
+    return new ModelBench(model, instance, maxTokens, kvType, nBlocks);
+  }
+
+  get depth(): number {
+    return this.#depth;
+  }
+
+  /**
+   * Fills the cache up to `depth` positions (from where it stands, in chunks), so that
+   * what runs next attends to them. Going back is free: the positions stay written.
+   */
+  fill(depth: number): void {
+    if (depth > this.maxTokens) throw new RangeError(`depth ${depth} > ${this.maxTokens}`);
+    for (let p = Math.min(this.#depth, depth); p < depth; p += FILL_CHUNK) {
+      const n = Math.min(FILL_CHUNK, depth - p);
+      this.instance.forward(this.#step(tokens(n, this.model.shape.vocabSize, p + 7), p));
+    }
+    this.#depth = Math.max(this.#depth, depth);
   }
 
   /** `ids` at positions start.., with the last row's logits asked for. */
@@ -74,23 +102,25 @@ export class ModelBench {
     };
   }
 
-  /** Seconds to evaluate an n-token prompt in one batch. */
-  prompt(n: number, seed: number): number {
+  /** Seconds to evaluate an n-token prompt in one batch at `depth` (filled first). */
+  prompt(n: number, seed: number, depth = 0): number {
+    this.fill(depth);
     const ids = tokens(n, this.model.shape.vocabSize, seed);
     const t0 = performance.now();
-    this.instance.forward(this.#step(ids, 0));
+    this.instance.forward(this.#step(ids, depth));
     return (performance.now() - t0) / 1000;
   }
 
   /**
-   * Seconds to generate n tokens one at a time from an empty context, greedily, the argmax
-   * taken where the logits are, as the engine does.
+   * Seconds to generate n tokens one at a time after `depth` positions (filled first),
+   * greedily, the argmax taken where the logits are, as the engine does.
    */
-  generate(n: number, seed: number): number {
+  generate(n: number, seed: number, depth = 0): number {
+    this.fill(depth);
     let next = tokens(1, this.model.shape.vocabSize, seed)[0];
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
-      next = this.instance.forwardArgmax(this.#step(Int32Array.of(next), i))![0];
+      next = this.instance.forwardArgmax(this.#step(Int32Array.of(next), depth + i))![0];
     }
     return (performance.now() - t0) / 1000;
   }
@@ -115,7 +145,7 @@ export class ModelBench {
   /**
    * Bytes a decode step reads: every weight once (the token embedding only as the tied
    * output matrix, a lookup reads one row; of a stack of experts, the share a token is
-   * routed to) plus the f16 K/V of `context` positions.
+   * routed to) plus the K/V of `context` positions in the bench's cache type.
    */
   bytesPerToken(context: number): number {
     const file = this.model.file;
@@ -129,7 +159,7 @@ export class ModelBench {
       bytes += t.ne.length === 3 && t.ne[2] === count ? (t.nBytes * used) / count : t.nBytes;
     }
     return bytes +
-      kvCacheBytes({ ...this.model.shape, blockSize: 1, nBlocks: context, dtype: "f16" });
+      kvCacheBytes({ ...this.model.shape, blockSize: 1, nBlocks: context, dtype: this.kvType });
   }
 
   close(): void {

@@ -1,4 +1,4 @@
-import { bandwidthProbeOf } from "../backend/backend.ts";
+import { bandwidthProbeOf, type KvDType } from "../backend/backend.ts";
 import { errorMessage } from "../common/errors.ts";
 import { checkConstraint, ConstraintError, type OutputConstraint } from "../constrain/mod.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
@@ -17,16 +17,17 @@ import { type Command, countFlag, EXIT_OK, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
-                    [-p 128,512] [-n 128] [-r REPS] [-t THREADS] [--device D]
-                    [--mmap 0|1] [--concurrency 1,4,16,32] [--constrained SCHEMA.json]
-                    [--json]
+                    [-p 128,512] [-n 128] [-d 0,8192] [-r REPS] [-t THREADS]
+                    [--kv-type f16|q8_0|q4_0] [--device D] [--mmap 0|1]
+                    [--concurrency 1,4,16,32] [--constrained SCHEMA.json] [--json]
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
-tokens one at a time) in tokens/s, like llama-bench, plus the memory read bandwidth
-measured in the same run (the median of one measurement after each repetition of the
-first tg test; each the fastest pass over a buffer on huge pages in several access
-patterns, all threads), what decode reads per second (bytes read per token x tg tok/s)
-and the decode efficiency: the second over the first.
+tokens one at a time) in tokens/s, like llama-bench, at each depth (positions already in
+the KV cache), plus the memory read bandwidth measured in the same run (the median of one
+measurement after each repetition of the first tg test; each the fastest pass over a
+buffer on huge pages in several access patterns, all threads), what decode reads per
+second (weights and the K/V at that depth per token x tg tok/s) and the decode
+efficiency: the second over the first.
 
   -m, --model FILE     GGUF model
       --synthetic S    a synthetic model of shape S (${SYNTHETIC_SHAPES.join(", ")}),
@@ -34,6 +35,8 @@ and the decode efficiency: the second over the first.
       --quant Q        its quantization (${FILE_TYPE_NAMES.join(", ")})
   -p, --prompt LIST    prompt lengths (default 512)
   -n, --gen LIST       generation lengths (default 128)
+  -d, --depth LIST     cache depths the tests run after (default 0), as llama-bench -d
+      --kv-type T      KV cache type: f16 (default), q8_0 or q4_0
   -r, --reps N         repetitions of each test (default 3)
   -t, --threads N      CPU threads (default: all cores)
       --device D       auto | cpu | cuda (default auto)
@@ -46,16 +49,37 @@ and the decode efficiency: the second over the first.
                        token; then TTFT of a short request behind a 4k-token prompt and
                        the prefix cache on a 2k-token shared prompt
       --json           print {"pp", "tg", "bandwidth_gbs", "bytes_per_token", "decode_gbs",
-                       "decode_efficiency", ...}
+                       "decode_efficiency", "results": [{"test", "depth", "tok_s", ...}]}
+                       (the top-level figures are the first depth's)
   -h, --help           this text`;
 
-function list(name: string, value: string | undefined, fallback: number[]): number[] {
+function list(name: string, value: string | undefined, fallback: number[], min = 1): number[] {
   if (value === undefined) return fallback;
   const xs = value.split(",").map((s) => Number(s.trim()));
-  if (xs.length === 0 || xs.some((x) => !Number.isInteger(x) || x <= 0)) {
-    throw new UsageError(`bench: ${name} must be a comma-separated list of positive integers`);
+  if (xs.length === 0 || xs.some((x) => !Number.isSafeInteger(x) || x < min)) {
+    const what = min === 0 ? "non-negative" : "positive";
+    throw new UsageError(`bench: ${name} must be a comma-separated list of ${what} integers`);
   }
   return xs;
+}
+
+const KV_TYPES: readonly KvDType[] = ["f16", "q8_0", "q4_0"];
+
+function kvType(value: string | undefined): KvDType {
+  const t = (value ?? "f16") as KvDType;
+  if (!KV_TYPES.includes(t)) {
+    throw new UsageError(`bench: --kv-type takes ${KV_TYPES.join(", ")}, got "${value}"`);
+  }
+  return t;
+}
+
+/** A test at a depth, named as llama-bench names it. */
+interface DepthMeasurement extends Measurement {
+  depth: number;
+}
+
+function testName(m: DepthMeasurement): string {
+  return m.depth === 0 ? m.test : `${m.test} @ d${m.depth}`;
 }
 
 function modelPath(values: { model?: string; synthetic?: string; quant?: string }): string {
@@ -118,6 +142,8 @@ export const benchCommand: Command = {
         quant: { type: "string" },
         prompt: { type: "string", short: "p" },
         gen: { type: "string", short: "n" },
+        depth: { type: "string", short: "d" },
+        "kv-type": { type: "string" },
         reps: { type: "string", short: "r" },
         threads: { type: "string", short: "t" },
         device: { type: "string" },
@@ -135,6 +161,8 @@ export const benchCommand: Command = {
     }
     const prompts = list("-p", values.prompt, [512]);
     const gens = list("-n", values.gen, [128]);
+    const depths = list("-d", values.depth, [0], 0);
+    const kv = kvType(values["kv-type"]);
     const reps = Math.max(1, countFlag("bench", "-r", values.reps, 3));
     const threads = countFlag("bench", "-t", values.threads, 0);
     const concurrency = values.concurrency === undefined
@@ -153,71 +181,97 @@ export const benchCommand: Command = {
     const model = openModel(path);
     const file = model.file;
     const backend = createBackend(device, { threads, mmap });
-    const maxTokens = Math.max(...prompts, ...gens) + 16;
-    const bench = ModelBench.load(model, backend, maxTokens);
+    const maxTokens = Math.max(...depths) + Math.max(...prompts, ...gens) + 16;
+    const bench = ModelBench.load(model, backend, maxTokens, kv);
     try {
-      const pp = prompts.map((n) => bench.measure(`pp${n}`, n, reps, (k, s) => bench.prompt(k, s)));
-      // Bandwidth is sampled after each repetition of the first tg test, and the median
-      // taken: on a shared host it drifts by 10-20% within a minute, so a figure taken
-      // once, before or after, is a different moment than the decode it is compared with.
+      // Bandwidth is sampled after each repetition of each depth's first tg test, and the
+      // median taken: on a shared host it drifts by 10-20% within a minute, so a figure
+      // taken once, before or after, is a different moment than the decode it is compared
+      // with.
       const bandwidths: number[] = [];
       const probe = bandwidthProbeOf(backend);
       const sampleBandwidth = () => bandwidths.push(probe?.bandwidthGBs() ?? NaN);
-      const tg = gens.map((n, i) =>
-        bench.measure(
-          `tg${n}`,
-          n,
-          reps,
-          (k, s) => bench.generate(k, s),
-          i === 0 ? sampleBandwidth : undefined,
-        )
-      );
+      const results: DepthMeasurement[] = [];
+      for (const depth of depths) {
+        for (const n of prompts) {
+          const m = bench.measure(`pp${n}`, n, reps, (k, s) => bench.prompt(k, s, depth));
+          results.push({ ...m, depth });
+        }
+        gens.forEach((n, i) => {
+          const m = bench.measure(
+            `tg${n}`,
+            n,
+            reps,
+            (k, s) => bench.generate(k, s, depth),
+            i === 0 ? sampleBandwidth : undefined,
+          );
+          results.push({ ...m, depth });
+        });
+      }
       const bandwidth = median(bandwidths);
-      const bytesPerToken = bench.bytesPerToken(gens[0] / 2);
-      const tgRate = mean(tg[0].samples);
-      // What decode reads per second against what the probe could read: both in GB/s.
-      const decodeGBs = tgRate * bytesPerToken / 1e9;
-      const efficiency = decodeGBs / bandwidth;
+      // What decode reads per second against what the probe could read: both in GB/s. A
+      // token of tg N at depth d reads the K/V of d + N/2 positions on average.
+      const decode = depths.map((depth) => {
+        const tg = results.find((m) => m.depth === depth && m.test === `tg${gens[0]}`)!;
+        const bytesPerToken = bench.bytesPerToken(depth + gens[0] / 2);
+        const tgRate = mean(tg.samples);
+        const decodeGBs = tgRate * bytesPerToken / 1e9;
+        return { depth, tgRate, bytesPerToken, decodeGBs, efficiency: decodeGBs / bandwidth };
+      });
       const label = `${values.synthetic ?? path.split("/").at(-1)} ${quantizationOf(file)}`;
       const size = file.tensorBytes;
       const params = file.tensors.reduce((a, t) => a + t.nElements, 0);
       const nThreads = "pool" in backend ? (backend.pool as { threads: number }).threads : threads;
       if (values.json) {
+        const first = decode[0];
         console.log(JSON.stringify({
-          pp: mean(pp[0].samples),
-          tg: tgRate,
+          pp: mean(results.find((m) => m.test.startsWith("pp"))!.samples),
+          tg: first.tgRate,
           bandwidth_gbs: bandwidth,
           bandwidth_samples_gbs: bandwidths,
-          bytes_per_token: bytesPerToken,
-          decode_gbs: decodeGBs,
-          decode_efficiency: efficiency,
+          bytes_per_token: first.bytesPerToken,
+          decode_gbs: first.decodeGBs,
+          decode_efficiency: first.efficiency,
+          kv_type: kv,
+          depths: decode.map((d) => ({
+            depth: d.depth,
+            bytes_per_token: d.bytesPerToken,
+            decode_gbs: d.decodeGBs,
+            decode_efficiency: d.efficiency,
+          })),
           model: label,
           backend: backend.kind,
           threads: nThreads,
           mmap,
-          results: [...pp, ...tg].map((m) => ({
+          results: results.map((m) => ({
             test: m.test,
+            depth: m.depth,
             tok_s: mean(m.samples),
             stddev: stddev(m.samples),
           })),
         }));
       } else {
-        const head = `| model | size | params | backend | threads | mmap | test | t/s |`;
+        const head = `| model | size | params | backend | threads | mmap | kv | test | t/s |`;
         console.log(head);
-        console.log("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |");
-        for (const m of [...pp, ...tg]) {
+        console.log("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |");
+        for (const m of results) {
           console.log(
             `| ${label} | ${(size / 2 ** 20).toFixed(2)} MiB | ${(params / 1e6).toFixed(2)} M | ` +
-              `${backend.kind} | ${nThreads} | ${mmap ? 1 : 0} | ${m.test} | ${rate(m)} |`,
+              `${backend.kind} | ${nThreads} | ${mmap ? 1 : 0} | ${kv} | ${testName(m)} | ` +
+              `${rate(m)} |`,
           );
         }
         console.log(
           `\nmemory read bandwidth ${bandwidth.toFixed(1)} GB/s (probe, median of ` +
-            `${bandwidths.map((b) => b.toFixed(1)).join(", ")}); decode reads ` +
-            `${decodeGBs.toFixed(1)} GB/s (${(bytesPerToken / 1e6).toFixed(1)} MB/token x ` +
-            `${tgRate.toFixed(2)} tok/s, tg${gens[0]}); decode efficiency ` +
-            `${(efficiency * 100).toFixed(1)}%`,
+            `${bandwidths.map((b) => b.toFixed(1)).join(", ")})`,
         );
+        for (const d of decode) {
+          console.log(
+            `depth ${d.depth}: decode reads ${d.decodeGBs.toFixed(1)} GB/s ` +
+              `(${(d.bytesPerToken / 1e6).toFixed(1)} MB/token x ${d.tgRate.toFixed(2)} tok/s, ` +
+              `tg${gens[0]}); decode efficiency ${(d.efficiency * 100).toFixed(1)}%`,
+          );
+        }
       }
     } finally {
       bench.close();

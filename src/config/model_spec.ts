@@ -17,6 +17,9 @@ const speculative = z.strictObject({
  * What the gateway sends to `POST /models/load` and what `[[default_models]]` entries hold
  * (WIRE.md). Lives with the config because both the file and the HTTP body use it.
  */
+/** KV cache element types a model may be loaded with. */
+export const kvTypeSchema = z.enum(["f16", "q8_0", "q4_0"]);
+
 const fields = {
   model_id: z.string().min(1),
   harness: z.string().min(1),
@@ -25,6 +28,8 @@ const fields = {
   revision: z.string().min(1).max(255).nullish(),
   tensor_parallel: z.int().min(1).max(64).nullish(),
   devices: z.array(z.int().min(0)).min(1).nullish(),
+  /** The KV cache type for this model (absent: `[harness.native] kv_type`). */
+  kv_type: kvTypeSchema.nullish(),
   /** Another name requests may use for the model (llama-server's --alias). */
   served_name: z.string().min(1).max(256).regex(/^\S+$/, "no whitespace").nullish(),
   speculative: speculative.nullish(),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { modelSpecConfigSchema } from "./model_spec.ts";
+import { kvTypeSchema, modelSpecConfigSchema } from "./model_spec.ts";
 
 /**
  * The neuron.toml shape (WIRE.md "Config"). Every object is strict so a misspelt key is an
@@ -34,6 +34,9 @@ export const nativeSchema = z.strictObject({
   device: z.enum(["auto", "cpu", "cuda", "reference"]).default("auto"),
   context_length: z.int().min(1).optional(),
   kv_budget_mb: z.int().min(1).optional(),
+  // The KV cache's element type (llama.cpp's -ctk/-ctv): q8_0 halves what a long context
+  // reads per token, q4_0 quarters it, both at some cost in accuracy.
+  kv_type: kvTypeSchema.default("f16"),
   step_target_ms: z.int().min(1).max(60_000).default(150),
   sources: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/), sourceSchema).default({}),
   // Longest a model fetch waits in all for a busy hub (429 with its Retry-After, 5xx).

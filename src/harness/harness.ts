@@ -32,6 +32,17 @@ export interface ModelInfo {
   quantization?: string;
   /** Bytes the model holds: weights and KV cache (native models). */
   memory_bytes?: number;
+  /**
+   * The KV cache (native models): its type, bytes and positions, what one position takes,
+   * and what a pool for one 32k or 128k-token context would take (`context_bytes`).
+   */
+  kv_cache?: {
+    type: string;
+    bytes: number;
+    positions: number;
+    bytes_per_position: number;
+    context_bytes: Record<string, number>;
+  };
 }
 
 /** A load's progress as /models shows it. */

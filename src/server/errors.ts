@@ -62,6 +62,8 @@ const STATUS: Record<string, number> = {
   model_file_invalid: 400,
   unsupported_architecture: 400,
   cuda_unavailable: 503,
+  kv_type_unsupported: 400,
+  insufficient_memory: 507,
   model_load_failed: 500,
   upstream_error: 502,
   unload_unsupported: 501,

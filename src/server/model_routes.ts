@@ -28,6 +28,7 @@ function wireModel(m: ModelInfo): Record<string, unknown> {
   if (m.error !== undefined) out.error = m.error;
   if (m.quantization !== undefined) out.quantization = m.quantization;
   if (m.memory_bytes !== undefined) out.memory_bytes = m.memory_bytes;
+  if (m.kv_cache !== undefined) out.kv_cache = m.kv_cache;
   return out;
 }
 

@@ -46,7 +46,7 @@ export const REQUEST_SCHEMAS = {
     kv: z.object({
       block_size: z.int().min(1),
       n_blocks: z.int().min(1),
-      dtype: z.enum(["f16", "f32"]),
+      dtype: z.enum(["f16", "f32", "q8_0", "q4_0"]),
     }),
   }),
   generate_step: z.object({

@@ -3,7 +3,7 @@
  * sequence, a block table in order): what the model tests compare with llama.cpp.
  */
 
-import type { Backend } from "../../src/backend/backend.ts";
+import type { Backend, KvDType } from "../../src/backend/backend.ts";
 import { argmax } from "../../src/common/argmax.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { ModelInstance } from "../../src/models/instance.ts";
@@ -12,10 +12,18 @@ import { readModel } from "../../src/models/registry.ts";
 const BLOCK = 16;
 const MAX_TOKENS = 1024;
 
-export class StepSession {
-  readonly table = Int32Array.from({ length: MAX_TOKENS / BLOCK }, (_, i) => i);
+/** The KV cache a session runs on: its type and the positions it holds. */
+export interface SessionKv {
+  dtype?: KvDType;
+  maxTokens?: number;
+}
 
-  constructor(readonly instance: ModelInstance, readonly vocab: number) {}
+export class StepSession {
+  readonly table: Int32Array;
+
+  constructor(readonly instance: ModelInstance, readonly vocab: number, blocks: number) {
+    this.table = Int32Array.from({ length: blocks }, (_, i) => i);
+  }
 
   /** Runs `ids` at positions start.. and returns the logits of the rows in `logitRows`. */
   run(ids: ArrayLike<number>, start: number, logitRows: number[]): Float32Array {
@@ -41,14 +49,26 @@ export class StepSession {
   }
 }
 
-/** Runs `fn` on the model of `path` bound to `backend` (closed afterwards, with the backend). */
-export function withSession<T>(path: string, backend: Backend, fn: (s: StepSession) => T): T {
+/**
+ * Runs `fn` on the model of `path` bound to `backend` (closed afterwards, with the backend),
+ * on an f16 cache of 1024 positions unless `kv` says otherwise.
+ */
+export function withSession<T>(
+  path: string,
+  backend: Backend,
+  fn: (s: StepSession) => T,
+  kv: SessionKv = {},
+): T {
   const file = openGguf(path);
   const model = readModel(file);
-  const kv = { blockSize: BLOCK, nBlocks: MAX_TOKENS / BLOCK, dtype: "f16" as const };
-  const instance = ModelInstance.create(model, backend, kv);
+  const nBlocks = Math.ceil((kv.maxTokens ?? MAX_TOKENS) / BLOCK);
+  const instance = ModelInstance.create(model, backend, {
+    blockSize: BLOCK,
+    nBlocks,
+    dtype: kv.dtype ?? "f16",
+  });
   try {
-    return fn(new StepSession(instance, model.shape.vocabSize));
+    return fn(new StepSession(instance, model.shape.vocabSize, nBlocks));
   } finally {
     instance.close();
     backend.close();

@@ -54,7 +54,24 @@ export interface LlamaOpenOptions {
    * their cores.
    */
   spin?: boolean;
+  /** KV cache type (llama.cpp's -ctk and -ctv together; quantized ones with flash attention,
+   * which llama.cpp needs for a quantized V). Default f16. */
+  kvType?: "f16" | "q8_0" | "q4_0";
+  /** The V cache's type when it differs from K's. */
+  vType?: "f16" | "q8_0" | "q4_0";
+  /**
+   * llama.cpp rotates a quantized cache's heads by a Walsh-Hadamard matrix where head_dim is a
+   * multiple of 64 (attn_rot_k/v, spreading outliers before quantization); neuron does
+   * not, so by default the reference runs without it (LLAMA_ATTN_ROT_DISABLE) to compare
+   * the same arithmetic. true keeps llama.cpp's default.
+   */
+  rotateQuantizedKv?: boolean;
 }
+
+/** ggml type ids of the KV cache types. */
+const KV_TYPE_IDS = { f16: 1, q8_0: 8, q4_0: 2 } as const;
+/** llama_flash_attn_type: enabled. */
+const FLASH_ATTN_ENABLED = 1;
 
 export interface GreedyStep {
   id: number;
@@ -406,6 +423,15 @@ export class LlamaModel {
     const threads = this.#options.threads ?? THREADS;
     view.setInt32(CONTEXT.n_threads, threads, true);
     view.setInt32(CONTEXT.n_threads_batch, threads, true);
+    const kType = this.#options.kvType ?? "f16", vType = this.#options.vType ?? kType;
+    if (kType !== "f16" || vType !== "f16") {
+      // Read by llama.cpp when it builds the context's cache, just below.
+      if (this.#options.rotateQuantizedKv) Deno.env.delete("LLAMA_ATTN_ROT_DISABLE");
+      else Deno.env.set("LLAMA_ATTN_ROT_DISABLE", "1");
+      view.setInt32(CONTEXT.type_k, KV_TYPE_IDS[kType], true);
+      view.setInt32(CONTEXT.type_v, KV_TYPE_IDS[vType], true);
+      view.setInt32(CONTEXT.flash_attn_type, FLASH_ATTN_ENABLED, true);
+    }
     if (kind.startsWith("batch")) {
       // Sequences share one KV cache, as the embedding example has them.
       view.setUint32(CONTEXT.n_seq_max, Number(kind.slice("batch".length)), true);

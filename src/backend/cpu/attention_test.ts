@@ -1,7 +1,8 @@
 /**
  * Checker for the paged KV cache: kv_store puts each token's K/V in the slot its position
  * maps to through a shuffled block table; attention over it matches a float64 causal GQA
- * softmax, for f32 and f16 caches, prefill and decode chunks whose positions do not start
+ * softmax, for f32, f16, q8_0 and q4_0 caches (the quantized ones byte for byte what ggml's
+ * reference quantizers write), prefill and decode chunks whose positions do not start
  * at 0, several blocks and more positions than one tile, every level, 1 and 2 threads.
  * Attention takes a kernel item per run of a chunk's tokens (64 query rows' worth), so
  * chunks also end in uneven runs, cross blocks and 64-position tiles mid-run, come out of
@@ -12,7 +13,16 @@
 import { assert, assertEquals, assertThrows } from "../../../tests/support/assert.ts";
 import { f16ToF32, f32ToF16, Rng } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
-import { KV_F16, KV_F32, type KvLayout, type KvType } from "./kernels.ts";
+import {
+  KV_F16,
+  KV_F32,
+  KV_Q4_0,
+  KV_Q8_0,
+  type KvLayout,
+  kvLayoutBytes,
+  type KvType,
+} from "./kernels.ts";
+import { dequantizeRow, type KvQuant, quantizeRow, roundThroughQ8 } from "../reference/kv_quant.ts";
 import type { KvSequence } from "./kv_layout.ts";
 import { maxAbsDiff, randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
@@ -101,9 +111,23 @@ function one(blockTable: Int32Array, rowCount: number): KvSequence[] {
   return [{ rowStart: 0, rowCount, blockTable }];
 }
 
-/** What the cache holds for a value written as f32. */
-function stored(type: KvType, v: number): number {
-  return type === KV_F16 ? f16ToF32(f32ToF16(v)) : Math.fround(v);
+const KV_TYPES: [KvType, string][] = [
+  [KV_F32, "f32"],
+  [KV_F16, "f16"],
+  [KV_Q8_0, "q8_0"],
+  [KV_Q4_0, "q4_0"],
+];
+
+/** The quantization of a cache type, if it has one. */
+function quant(type: KvType): KvQuant | undefined {
+  return type === KV_Q8_0 ? "q8_0" : type === KV_Q4_0 ? "q4_0" : undefined;
+}
+
+/** What the cache holds for values written as f32 (whole rows of blocks when quantized). */
+function stored(type: KvType, v: Float32Array): Float32Array {
+  const q = quant(type);
+  if (q !== undefined) return dequantizeRow(q, quantizeRow(q, v));
+  return type === KV_F16 ? v.map((x) => f16ToF32(f32ToF16(x))) : v;
 }
 
 Deno.test("kv_store + attention match a float64 causal GQA reference over a paged cache", async () => {
@@ -122,7 +146,8 @@ Deno.test("kv_store + attention match a float64 causal GQA reference over a page
     const vals = randomF32(rng, (lastPos + 1) * kvWidth);
     const scale = 1 / Math.sqrt(s.headDim);
     const queries = s.chunks.map((c) => randomF32(rng, c.length * s.nHeads * s.headDim));
-    for (const type of [KV_F32, KV_F16] as KvType[]) {
+    for (const [type, typeName] of KV_TYPES) {
+      const keysHeld = stored(type, keys), valsHeld = stored(type, vals);
       const layout: KvLayout = {
         type,
         nBlocks,
@@ -130,15 +155,25 @@ Deno.test("kv_store + attention match a float64 causal GQA reference over a page
         nKvHeads: s.nKvHeads,
         headDim: s.headDim,
       };
-      const wants = s.chunks.map((c, i) => attentionRef(s, type, queries[i], keys, vals, c, scale));
+      // Against a quantized K the queries take part as q8_0 blocks, as in llama.cpp.
+      const wants = s.chunks.map((c, i) =>
+        attentionRef(
+          s,
+          quant(type) ? roundThroughQ8(queries[i]) : queries[i],
+          keysHeld,
+          valsHeld,
+          c,
+          scale,
+        )
+      );
       for (const threads of [1, 2]) {
         const pool = k.createPool(threads);
         for (const isa of k.supportedIsas()) {
           pool.isa = isa;
-          const what = `${s.nHeads}/${s.nKvHeads}x${s.headDim} window ${s.window ?? 0} ${
-            type === KV_F16 ? "f16" : "f32"
-          } ${isa} threads=${threads}`;
-          const bytes = nBlocks * s.blockSize * kvWidth * (type === KV_F16 ? 2 : 4);
+          const what = `${s.nHeads}/${s.nKvHeads}x${s.headDim} window ${
+            s.window ?? 0
+          } ${typeName} ${isa} threads=${threads}`;
+          const bytes = kvLayoutBytes(layout);
           const kc = k.alloc(bytes), vc = k.alloc(bytes);
           s.chunks.forEach((chunk, c) => {
             const pos = Int32Array.from(chunk);
@@ -163,7 +198,7 @@ Deno.test("kv_store + attention match a float64 causal GQA reference over a page
               s.window,
             );
             const err = maxAbsDiff(out, wants[c]);
-            assert(err < (type === KV_F16 ? 2e-5 : 1e-5), `${what} chunk at ${chunk[0]}: ${err}`);
+            assert(err < (type === KV_F32 ? 1e-5 : 2e-5), `${what} chunk at ${chunk[0]}: ${err}`);
           });
           checkSlots(s, type, table, kc, keys, lastPos, what);
           kc.free();
@@ -175,9 +210,9 @@ Deno.test("kv_store + attention match a float64 causal GQA reference over a page
   }
 });
 
+/** The attention of `q` over the cache's values of keys and vals, in float64. */
 function attentionRef(
   s: Setup,
-  type: KvType,
   q: Float32Array,
   keys: Float32Array,
   vals: Float32Array,
@@ -195,7 +230,7 @@ function attentionRef(
       for (let j = first; j <= p; j++) {
         let dot = 0;
         for (let i = 0; i < d; i++) {
-          dot += q[qo + i] * stored(type, keys[j * kvWidth + kvh * d + i]);
+          dot += q[qo + i] * keys[j * kvWidth + kvh * d + i];
         }
         scores.push(dot * scale);
       }
@@ -204,7 +239,7 @@ function attentionRef(
       const sum = w.reduce((a, b) => a + b, 0);
       for (let j = first; j <= p; j++) {
         for (let i = 0; i < d; i++) {
-          out[qo + i] += (w[j - first] / sum) * stored(type, vals[j * kvWidth + kvh * d + i]);
+          out[qo + i] += (w[j - first] / sum) * vals[j * kvWidth + kvh * d + i];
         }
       }
     }
@@ -212,24 +247,36 @@ function attentionRef(
   return out;
 }
 
-/** Position p's K row sits at cache block table[p / blockSize], slot p % blockSize. */
+/**
+ * Position p's K row sits at cache block table[p / blockSize], slot p % blockSize; a
+ * quantized row holds exactly the blocks ggml's reference quantizer makes of it.
+ */
 function checkSlots(
   s: Setup,
   type: KvType,
   table: Int32Array,
-  cache: { u16(): Uint16Array; f32(): Float32Array },
+  cache: { u8(): Uint8Array; u16(): Uint16Array; f32(): Float32Array },
   keys: Float32Array,
   lastPos: number,
   what: string,
 ): void {
   const width = s.nKvHeads * s.headDim;
+  const q = quant(type);
   for (const p of [0, Math.floor(lastPos / 2), lastPos]) {
     const slot = table[Math.floor(p / s.blockSize)] * s.blockSize + (p % s.blockSize);
+    const row = keys.subarray(p * width, (p + 1) * width);
+    if (q !== undefined) {
+      const want = quantizeRow(q, row);
+      const got = cache.u8().subarray(slot * want.length, (slot + 1) * want.length);
+      assertEquals(got, want, `${what}: slot of position ${p}`);
+      continue;
+    }
+    const held = stored(type, row);
     for (const i of [0, width - 1]) {
       const raw = type === KV_F16
         ? f16ToF32(cache.u16()[slot * width + i])
         : cache.f32()[slot * width + i];
-      assertEquals(raw, stored(type, keys[p * width + i]), `${what}: slot of position ${p}`);
+      assertEquals(raw, held[i], `${what}: slot of position ${p}`);
     }
   }
 }

@@ -21,6 +21,7 @@ import {
   kvCacheBytes,
   type KvCacheSpec,
   kvCopyProblem,
+  kvDTypeProblem,
   kvRowBytes,
   type RopeSpec,
   type Step,
@@ -34,10 +35,9 @@ import { log } from "../../common/log.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import {
   CpuKernels,
-  KV_F16,
-  KV_F32,
   type KvLayout,
   kvLayoutBytes,
+  kvTypeId,
   MATMUL_MANY_MAX,
   type NativeBuffer,
   type Pool,
@@ -45,6 +45,7 @@ import {
   ROPE_NORM,
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
+import { ensureHostFits } from "./host_memory.ts";
 import {
   CpuExperts,
   expertBytes,
@@ -86,7 +87,7 @@ class CpuKvCache implements KvCache {
 
   constructor(readonly spec: KvCacheSpec, readonly k: NativeBuffer[], readonly v: NativeBuffer[]) {
     this.layout = {
-      type: spec.dtype === "f16" ? KV_F16 : KV_F32,
+      type: kvTypeId(spec.dtype),
       nBlocks: spec.nBlocks,
       blockSize: spec.blockSize,
       nKvHeads: spec.nKvHeads,
@@ -206,9 +207,13 @@ export class CpuBackend implements Backend, BandwidthProbe {
   }
 
   createKvCache(spec: KvCacheSpec): KvCache {
+    const problem = kvDTypeProblem(spec.dtype, spec.headDim);
+    if (problem !== null) {
+      throw new CpuKernelError("cpu_kernel_invalid", `createKvCache: ${problem}`);
+    }
     this.pool.queue.forgetSteps();
     const layout: KvLayout = {
-      type: spec.dtype === "f16" ? KV_F16 : KV_F32,
+      type: kvTypeId(spec.dtype),
       nBlocks: spec.nBlocks,
       blockSize: spec.blockSize,
       nKvHeads: spec.nKvHeads,

@@ -4,6 +4,7 @@ export type CpuKernelErrorCode =
   | "cpu_kernels_unavailable"
   | "cpu_kernel_invalid"
   | "cpu_kernel_oom"
+  | "cpu_out_of_memory"
   | "cpu_isa_unsupported";
 
 /** Errors of the native CPU kernel library and its binding. */

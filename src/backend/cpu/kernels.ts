@@ -15,7 +15,16 @@ import { ISA_LEVELS, type IsaLevel, Pool } from "./pool.ts";
 
 export { NativeBuffer, type Operand } from "./native_buffer.ts";
 export { ISA_LEVELS, type IsaLevel, MATMUL_MANY_MAX, Pool } from "./pool.ts";
-export { KV_F16, KV_F32, type KvLayout, kvLayoutBytes, type KvType } from "./kv_layout.ts";
+export {
+  KV_F16,
+  KV_F32,
+  KV_Q4_0,
+  KV_Q8_0,
+  type KvLayout,
+  kvLayoutBytes,
+  type KvType,
+  kvTypeId,
+} from "./kv_layout.ts";
 export { ROPE_NEOX, ROPE_NORM, type RopeAngles } from "./op_list.ts";
 
 const FEATURE_NAMES = [

@@ -1,12 +1,30 @@
 /** The paged KV cache's layout as the kernels see it, and the checks of its operands. */
 
-import { kvLayerBytes } from "../backend.ts";
+import { type KvDType, kvLayerBytes } from "../backend.ts";
 import { CpuKernelError } from "./errors.ts";
 
 /** KV cache element types (ggml ids). */
 export const KV_F32 = 0;
 export const KV_F16 = 1;
-export type KvType = typeof KV_F32 | typeof KV_F16;
+export const KV_Q4_0 = 2;
+export const KV_Q8_0 = 8;
+export type KvType = typeof KV_F32 | typeof KV_F16 | typeof KV_Q4_0 | typeof KV_Q8_0;
+
+const KV_TYPE_IDS: Record<KvDType, KvType> = {
+  f32: KV_F32,
+  f16: KV_F16,
+  q8_0: KV_Q8_0,
+  q4_0: KV_Q4_0,
+};
+
+/** The kernels' id of a cache element type. */
+export function kvTypeId(dtype: KvDType): KvType {
+  return KV_TYPE_IDS[dtype];
+}
+
+function kvDType(type: KvType): KvDType {
+  return (Object.keys(KV_TYPE_IDS) as KvDType[]).find((k) => KV_TYPE_IDS[k] === type)!;
+}
 
 /** The paged KV cache of one layer: K and V are [nBlocks][blockSize][nKvHeads][headDim]. */
 export interface KvLayout {
@@ -19,7 +37,7 @@ export interface KvLayout {
 
 /** Bytes of one of K or V for a layer with this layout. */
 export function kvLayoutBytes(l: KvLayout): number {
-  return kvLayerBytes({ ...l, dtype: l.type === KV_F16 ? "f16" : "f32" });
+  return kvLayerBytes({ ...l, dtype: kvDType(l.type) });
 }
 
 /** Why `v` is not a count (a non-negative integer, positive unless allowZero), or null. */

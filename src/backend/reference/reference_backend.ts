@@ -4,6 +4,7 @@
  * the native CPU and CUDA backends are compared with, llm.c style.
  */
 
+import { dequantizeRow as heldValues, quantizeRow, roundThroughQ8 } from "./kv_quant.ts";
 import { argmax } from "../../common/argmax.ts";
 import { dequantizeRow } from "../../gguf/dequant/mod.ts";
 import { rowBytes } from "../../gguf/types.ts";
@@ -198,14 +199,17 @@ export class ReferenceBackend implements Backend {
 
   storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void {
     const c = cache as RefKvCache;
-    const { nKvHeads, headDim } = c.spec;
+    const { nKvHeads, headDim, dtype } = c.spec;
+    // A quantized cache holds what its blocks stand for; f16 is kept exact (f32).
+    const held = (x: Float32Array): Float32Array =>
+      dtype === "q8_0" || dtype === "q4_0" ? heldValues(dtype, quantizeRow(dtype, x)) : x;
     for (const seq of layout.sequences) {
       for (let t = seq.rowStart; t < seq.rowStart + seq.rowCount; t++) {
         for (let h = 0; h < nKvHeads; h++) {
           const at = c.slot(seq.blockTable, layout.positions[t], h);
           const from = (t * nKvHeads + h) * headDim;
-          c.k[layer].set(act(k).data.subarray(from, from + headDim), at);
-          c.v[layer].set(act(v).data.subarray(from, from + headDim), at);
+          c.k[layer].set(held(act(k).data.subarray(from, from + headDim)), at);
+          c.v[layer].set(held(act(v).data.subarray(from, from + headDim)), at);
         }
       }
     }
@@ -223,7 +227,9 @@ export class ReferenceBackend implements Backend {
     const { nHeads, nKvHeads, headDim, scale } = shape;
     const window = shape.window ?? 0;
     const group = nHeads / nKvHeads;
-    const qs = act(q).data;
+    // Against a quantized K, queries take part as q8_0 blocks (as in llama.cpp's dot).
+    const quantized = c.spec.dtype === "q8_0" || c.spec.dtype === "q4_0";
+    const qs = quantized ? roundThroughQ8(act(q).data) : act(q).data;
     const os = act(out).data;
     for (const seq of layout.sequences) {
       for (let t = seq.rowStart; t < seq.rowStart + seq.rowCount; t++) {

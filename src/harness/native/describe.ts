@@ -1,5 +1,6 @@
 /** How a loaded model presents itself: quantization, sizes, capabilities, defaults. */
 
+import { kvCacheBytes, type KvDType, type KvPoolSpec } from "../../backend/backend.ts";
 import type { FrontEnd } from "../../frontend/mod.ts";
 import { type GgufFile, optionalNumber } from "../../gguf/mod.ts";
 import type { GgufModel } from "../../models/family.ts";
@@ -16,6 +17,8 @@ export interface ModelDescription {
   /** Bytes of weights (mapped) and of the KV cache. */
   weightBytes: number;
   kvBytes: number;
+  /** The KV pool: its element type, the positions it holds, the bytes each takes. */
+  kv: { type: KvDType; positions: number; bytesPerPosition: number };
   /** Bytes held on the GPU after loading (0 on the CPU). */
   deviceBytes: number;
   vocabSize: number;
@@ -68,8 +71,10 @@ export function describeModel(
   frontEnd: FrontEnd,
   runner: ModelRunner,
   contextLength: number,
+  kv: KvPoolSpec,
 ): ModelDescription {
   const file = model.file;
+  const bytesPerPosition = kvCacheBytes({ ...model.shape, ...kv, blockSize: 1, nBlocks: 1 });
   return {
     path: file.path ?? "",
     architecture: model.architecture,
@@ -77,6 +82,7 @@ export function describeModel(
     contextLength,
     weightBytes: file.tensorBytes,
     kvBytes: runner.kvBytes,
+    kv: { type: kv.dtype, positions: kv.nBlocks * kv.blockSize, bytesPerPosition },
     deviceBytes: runner.deviceBytes(),
     vocabSize: model.shape.vocabSize,
     kind: model.pooling.kind,

@@ -30,6 +30,9 @@ const RECOVERY_RETRY_AFTER_SECS = 5;
 /** Starts a fresh engine for the same model (a recovery's reload). */
 export type EngineRestart = () => Promise<ModelHost>;
 
+/** Context lengths whose KV pool size /models reports (Qwen3's native 32k, YaRN's 128k). */
+const KV_REPORT_CONTEXTS = [32768, 131072];
+
 export class LoadedModel {
   readonly id: string;
   readonly devices: number[];
@@ -95,6 +98,15 @@ export class LoadedModel {
       reasoning: d.hasReasoning,
       quantization: d.quantization,
       memory_bytes: bytes,
+      kv_cache: {
+        type: d.kv.type,
+        bytes: d.kvBytes,
+        positions: d.kv.positions,
+        bytes_per_position: d.kv.bytesPerPosition,
+        context_bytes: Object.fromEntries(
+          KV_REPORT_CONTEXTS.map((n) => [String(n), n * d.kv.bytesPerPosition]),
+        ),
+      },
       ...this.#unservable(status),
     };
   }

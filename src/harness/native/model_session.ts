@@ -4,8 +4,14 @@
  * model's Worker (model_worker.ts) runs one; `neuron generate` runs one in its own thread.
  */
 
+import { NeuronError } from "../../common/errors.ts";
 import type { DeviceChoice } from "../../backend/mod.ts";
-import type { KvDType, KvPoolSpec, StepInterrupt } from "../../backend/backend.ts";
+import {
+  type KvDType,
+  kvDTypeProblem,
+  type KvPoolSpec,
+  type StepInterrupt,
+} from "../../backend/backend.ts";
 import {
   Engine,
   type EngineStats,
@@ -70,8 +76,9 @@ export class ModelSession {
     private readonly engine: Engine,
     contextLength: number,
     private readonly draft: { model: GgufModel; runner: ModelRunner } | null,
+    kv: KvPoolSpec,
   ) {
-    this.description = describeModel(model, frontEnd, runner, contextLength);
+    this.description = describeModel(model, frontEnd, runner, contextLength, kv);
   }
 
   /** Opens the model file and builds everything; a failure releases what was built. */
@@ -80,6 +87,8 @@ export class ModelSession {
     try {
       const cap = options.contextLength > 0 ? options.contextLength : model.shape.contextLength;
       const contextLength = Math.min(cap, model.shape.contextLength);
+      const kvProblem = kvDTypeProblem(options.kvDtype, model.shape.headDim);
+      if (kvProblem !== null) throw new NeuronError("kv_type_unsupported", kvProblem);
       const frontEnd = FrontEnd.fromGguf(model.file, contextLength, model.pooling.rerankPrompt);
       const kv = {
         blockSize: KV_BLOCK_SIZE,
@@ -106,7 +115,7 @@ export class ModelSession {
           speculative: options.speculative,
           ...(draft ? { draft: { runner: draft.runner, kv: draft.kv } } : {}),
         });
-        return new ModelSession(model, frontEnd, runner, engine, contextLength, draft);
+        return new ModelSession(model, frontEnd, runner, engine, contextLength, draft, kv);
       } catch (err) {
         runner.close();
         if (draft) closeDraft(draft);

@@ -7,6 +7,7 @@
 import type { CudaConfig, ModelSpec, NativeConfig } from "../../config/mod.ts";
 import { errorMessage, NeuronError } from "../../common/errors.ts";
 import { log } from "../../common/log.ts";
+import type { KvDType } from "../../backend/backend.ts";
 import type { DownloadProgress } from "../../hub/mod.ts";
 import type { SpeculativeParams } from "../../engine/mod.ts";
 import { HarnessError } from "../errors.ts";
@@ -150,7 +151,11 @@ export class NativeHarness implements Harness {
           })
         : undefined;
       const start = (): Promise<ModelHost> =>
-        this.#startEngine(id, path, { tensorParallel, devices }, {
+        this.#startEngine(id, path, {
+          tensorParallel,
+          devices,
+          kvDtype: spec.kv_type ?? this.#config.kv_type,
+        }, {
           ...(spec.speculative ? { speculative: spec.speculative } : {}),
           ...(draftModelPath ? { draftModelPath } : {}),
         });
@@ -192,7 +197,7 @@ export class NativeHarness implements Harness {
   async #startEngine(
     id: string,
     path: string,
-    split: { tensorParallel: number; devices: number[] },
+    split: { tensorParallel: number; devices: number[]; kvDtype: KvDType },
     speculation: { speculative?: Partial<SpeculativeParams>; draftModelPath?: string },
   ): Promise<ModelHost> {
     try {
@@ -208,7 +213,6 @@ export class NativeHarness implements Harness {
         kvBudgetBytes: this.#config.kv_budget_bytes,
         stepTargetMs: this.#config.step_target_ms,
         cuda: this.#cuda && { libcuda: this.#cuda.libcuda, libcublas: this.#cuda.libcublas },
-        kvDtype: "f16",
         ...speculation,
       });
     } catch (err) {
@@ -232,8 +236,14 @@ export class NativeHarness implements Harness {
           },
         );
       }
-      if (code === "cuda_unavailable") {
+      if (code === "cuda_unavailable" || code === "kv_type_unsupported") {
         throw new NeuronError(code, `cannot load ${where}: ${errorMessage(err)}`, { cause: err });
+      }
+      if (code === "cuda_out_of_memory" || code === "cpu_out_of_memory") {
+        // Weights or KV cache larger than the device's free memory: refused before allocating.
+        throw new NeuronError("insufficient_memory", `cannot load ${where}: ${errorMessage(err)}`, {
+          cause: err,
+        });
       }
       throw new HarnessError("model_load_failed", `cannot load ${where}: ${errorMessage(err)}`, {
         cause: err,

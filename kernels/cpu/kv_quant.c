@@ -1,0 +1,51 @@
+/*
+ * The quantized KV cache types, q8_0 and q4_0: rows quantized as ggml's reference
+ * quantizers do (quantize_row_q8_0_ref, quantize_row_q4_0_ref in ggml-quants.c), so a cache
+ * written here holds the bytes llama.cpp's -ctk/-ctv would. Reading goes through the
+ * dequantizers the weights use (dequant_ref.c) or the attention kernels' own.
+ */
+#include <math.h>
+
+#include "nk_internal.h"
+
+static void q8_0_block(const float *x, nk_block_q8_0 *y) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+  const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  y->d = nk_f32_to_f16_1(d);
+  for (int j = 0; j < 32; j++) y->qs[j] = (int8_t)roundf(x[j] * id);
+}
+
+static void q4_0_block(const float *x, nk_block_q4_0 *y) {
+  /* The signed value of largest magnitude maps to -8, so the grid spends its extra step
+   * on that value's side. */
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; j++) {
+    if (amax < fabsf(x[j])) {
+      amax = fabsf(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  y->d = nk_f32_to_f16_1(d);
+  for (int j = 0; j < 16; j++) {
+    const int lo = (int8_t)(x[j] * id + 8.5f), hi = (int8_t)(x[16 + j] * id + 8.5f);
+    y->qs[j] = (uint8_t)((lo < 15 ? lo : 15) | ((hi < 15 ? hi : 15) << 4));
+  }
+}
+
+void nk_kv_quantize_row(int32_t type, const float *src, int64_t n, void *dst) {
+  for (int64_t b = 0; b < n / 32; b++) {
+    if (type == NK_Q8_0) q8_0_block(src + 32 * b, (nk_block_q8_0 *)dst + b);
+    else q4_0_block(src + 32 * b, (nk_block_q4_0 *)dst + b);
+  }
+}
+
+void nk_q8_0_round(const float *src, int64_t n, float *dst) {
+  nk_block_q8_0 b;
+  for (int64_t i = 0; i < n / 32; i++) {
+    q8_0_block(src + 32 * i, &b);
+    const float d = nk_f16_to_f32_1(b.d);
+    for (int j = 0; j < 32; j++) dst[32 * i + j] = (float)b.qs[j] * d;
+  }
+}
