@@ -211,6 +211,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
     if (problem !== null) {
       throw new CpuKernelError("cpu_kernel_invalid", `createKvCache: ${problem}`);
     }
+    ensureHostFits(kvCacheBytes(spec), "the KV cache");
     this.pool.queue.forgetSteps();
     const layout: KvLayout = {
       type: kvTypeId(spec.dtype),
