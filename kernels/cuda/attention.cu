@@ -1,6 +1,6 @@
 /*
- * The paged KV cache and attention over it. Per layer K and V are
- * [n_blocks][block_size][kv_heads][head_dim] (f32 or f16). A step's rows carry their
+ * Attention over the paged KV cache (kv_cache.cuh; kv_store.cu writes it), of any cache
+ * type: quantized rows are dequantized as they are loaded. A step's rows carry their
  * position (`positions`) and sequence (`row_seq`, -1 for a row of no sequence), and
  * sequence s's block table is tables[s * table_stride ...].
  *
@@ -13,74 +13,32 @@
  * A row at position p sees positions 0..p, or under a sliding window of `window` (> 0)
  * positions p - window + 1..p (llama.cpp's SWA mask, Gemma 3's local layers).
  */
-#include "common.cuh"
+#include "kv_cache.cuh"
 
 #define ATTN_THREADS 128
 #define ATTN_WARPS (ATTN_THREADS / 32)
 #define MAX_HEAD_DIM 256
-
-__device__ __forceinline__ float kv_load(const float *p) { return *p; }
-__device__ __forceinline__ float kv_load(const uint16_t *p) { return f16_to_f32(*p); }
-__device__ __forceinline__ void kv_put(float *p, float v) { *p = v; }
-__device__ __forceinline__ void kv_put(uint16_t *p, float v) { *p = f32_to_f16(v); }
-
-__device__ __forceinline__ size_t kv_slot(const int *table, int pos, int block_size) {
-  return (size_t)table[pos / block_size] * block_size + pos % block_size;
-}
 
 /* The first position a row at `pos` sees (window 0: no window). */
 __device__ __forceinline__ int attn_first(int pos, int window) {
   return window > 0 ? imax(0, pos - window + 1) : 0;
 }
 
-/* Writes each row's K and V (kv_dim = kv_heads * head_dim values) at its position's slot.
- * grid (ceil(kv_dim / 128), rows), 128 threads. */
-template <typename KV>
-__device__ __forceinline__ void kv_store(KV *kc, KV *vc, const float *k, const float *v,
-                                         const int *positions, const int *row_seq,
-                                         const int *tables, int table_stride, int rows,
-                                         int kv_dim, int block_size) {
-  const int t = blockIdx.y;
-  const int e = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= rows || e >= kv_dim) return;
-  const int seq = row_seq[t];
-  if (seq < 0) return;
-  const size_t slot = kv_slot(tables + (size_t)seq * table_stride, positions[t], block_size);
-  kv_put(kc + slot * kv_dim + e, k[(size_t)t * kv_dim + e]);
-  kv_put(vc + slot * kv_dim + e, v[(size_t)t * kv_dim + e]);
-}
-
-extern "C" __global__ void kv_store_f32(float *kc, float *vc, const float *k, const float *v,
-                                        const int *positions, const int *row_seq,
-                                        const int *tables, int table_stride, int rows,
-                                        int kv_dim, int block_size) {
-  kv_store(kc, vc, k, v, positions, row_seq, tables, table_stride, rows, kv_dim, block_size);
-}
-EXPORT_KERNEL(kv_store_f32)
-
-extern "C" __global__ void kv_store_f16(uint16_t *kc, uint16_t *vc, const float *k,
-                                        const float *v, const int *positions,
-                                        const int *row_seq, const int *tables,
-                                        int table_stride, int rows, int kv_dim,
-                                        int block_size) {
-  kv_store(kc, vc, k, v, positions, row_seq, tables, table_stride, rows, kv_dim, block_size);
-}
-EXPORT_KERNEL(kv_store_f16)
-
 /*
  * grid (heads, rows, splits), 128 threads. The positions a row sees are cut into `splits`
  * equal shares; each warp walks every 4th position of its block's share; a lane holds
- * head_dim / 32 elements (head_dim a multiple of 32, at most 256).
+ * head_dim / 32 elements, lane + 32 j for j = 0.. (head_dim a multiple of 32, at most 256):
+ * value j of each of the row's 32-value blocks.
  * Output per (row, head, split) s: ml[2s] = max score, ml[2s+1] = sum of exp(score - max),
  * acc[s * head_dim ...] = sum of exp(score - max) * V.
  */
 template <typename KV>
 __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const float *q,
-                                           const KV *kc, const KV *vc, const int *positions,
-                                           const int *row_seq, const int *tables,
-                                           int table_stride, int heads, int kv_heads,
-                                           int head_dim, int block_size, int splits,
-                                           float scale, int window) {
+                                           const uint8_t *kc, const uint8_t *vc,
+                                           const int *positions, const int *row_seq,
+                                           const int *tables, int table_stride, int heads,
+                                           int kv_heads, int head_dim, int block_size,
+                                           int splits, float scale, int window) {
   __shared__ float sm_m[ATTN_WARPS], sm_l[ATTN_WARPS];
   __shared__ float sm_acc[ATTN_WARPS][MAX_HEAD_DIM];
   const int h = blockIdx.x, t = blockIdx.y, s = blockIdx.z;
@@ -102,18 +60,20 @@ __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const 
   }
   float m = NEG_INF, l = 0.0f;
   for (int p = p0 + warp; p < p1; p += ATTN_WARPS) {
-    const size_t base = (kv_slot(table, p, block_size) * kv_heads + kvh) * head_dim + lane;
+    const size_t slot = kv_slot(table, p, block_size);
+    const uint8_t *kr = kv_row<KV>(kc, slot, kv_heads, kvh, head_dim);
+    const uint8_t *vr = kv_row<KV>(vc, slot, kv_heads, kvh, head_dim);
     float d = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; j++)
-      if (j < dpl) d += qv[j] * kv_load(kc + base + 32 * j);
+      if (j < dpl) d += qv[j] * KV::load(kr, lane + 32 * j);
     d = warp_sum(d);
     const float mn = fmaxf(m, d);
     const float c = expf(m - mn), e = expf(d - mn);
     l = l * c + e;
 #pragma unroll
     for (int j = 0; j < 8; j++)
-      if (j < dpl) acc[j] = acc[j] * c + e * kv_load(vc + base + 32 * j);
+      if (j < dpl) acc[j] = acc[j] * c + e * KV::load(vr, lane + 32 * j);
     m = mn;
   }
   if (lane == 0) sm_m[warp] = m, sm_l[warp] = l;
@@ -141,25 +101,21 @@ __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const 
     if (j < dpl) acc_out[idx * head_dim + lane + 32 * j] = out[j];
 }
 
-extern "C" __global__ void __launch_bounds__(ATTN_THREADS)
-    attn_split_f32(float *acc, float *ml, const float *q, const float *kc, const float *vc,
-                   const int *positions, const int *row_seq, const int *tables,
-                   int table_stride, int heads, int kv_heads, int head_dim, int block_size,
-                   int splits, float scale, int window) {
-  attn_split(acc, ml, q, kc, vc, positions, row_seq, tables, table_stride, heads, kv_heads,
-             head_dim, block_size, splits, scale, window);
-}
-EXPORT_KERNEL(attn_split_f32)
+#define ATTN_SPLIT(name, KV)                                                               \
+  extern "C" __global__ void __launch_bounds__(ATTN_THREADS)                               \
+      name(float *acc, float *ml, const float *q, const uint8_t *kc, const uint8_t *vc,    \
+           const int *positions, const int *row_seq, const int *tables, int table_stride,  \
+           int heads, int kv_heads, int head_dim, int block_size, int splits, float scale, \
+           int window) {                                                                   \
+    attn_split<KV>(acc, ml, q, kc, vc, positions, row_seq, tables, table_stride, heads,    \
+                   kv_heads, head_dim, block_size, splits, scale, window);                 \
+  }                                                                                        \
+  EXPORT_KERNEL(name)
 
-extern "C" __global__ void __launch_bounds__(ATTN_THREADS)
-    attn_split_f16(float *acc, float *ml, const float *q, const uint16_t *kc,
-                   const uint16_t *vc, const int *positions, const int *row_seq,
-                   const int *tables, int table_stride, int heads, int kv_heads, int head_dim,
-                   int block_size, int splits, float scale, int window) {
-  attn_split(acc, ml, q, kc, vc, positions, row_seq, tables, table_stride, heads, kv_heads,
-             head_dim, block_size, splits, scale, window);
-}
-EXPORT_KERNEL(attn_split_f16)
+ATTN_SPLIT(attn_split_f32, KvF32)
+ATTN_SPLIT(attn_split_f16, KvF16)
+ATTN_SPLIT(attn_split_q8_0, KvQ8_0)
+ATTN_SPLIT(attn_split_q4_0, KvQ4_0)
 
 /*
  * Causal attention for the prefill rows of one sequence: grid (heads, ceil(row_count / 16)),
@@ -176,8 +132,8 @@ EXPORT_KERNEL(attn_split_f16)
 #define PF_MAX_DIM 128
 
 template <typename KV>
-__device__ __forceinline__ void attn_prefill(float *out, const float *q, const KV *kc,
-                                             const KV *vc, const int *positions,
+__device__ __forceinline__ void attn_prefill(float *out, const float *q, const uint8_t *kc,
+                                             const uint8_t *vc, const int *positions,
                                              const int *table, int row_start, int row_count,
                                              int heads, int kv_heads, int head_dim,
                                              int block_size, float scale, int window) {
@@ -219,9 +175,9 @@ __device__ __forceinline__ void attn_prefill(float *out, const float *q, const K
       const int j = e / head_dim, d = e % head_dim;
       float kv = 0.0f, vv = 0.0f;
       if (t0 + j <= last) {
-        const size_t at = (kv_slot(table, t0 + j, block_size) * kv_heads + kvh) * head_dim + d;
-        kv = kv_load(kc + at);
-        vv = kv_load(vc + at);
+        const size_t slot = kv_slot(table, t0 + j, block_size);
+        kv = KV::load(kv_row<KV>(kc, slot, kv_heads, kvh, head_dim), d);
+        vv = KV::load(kv_row<KV>(vc, slot, kv_heads, kvh, head_dim), d);
       }
       ks[j][d] = kv;
       vs[j][d] = vv;
@@ -260,25 +216,20 @@ __device__ __forceinline__ void attn_prefill(float *out, const float *q, const K
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128)
-    attn_prefill_f32(float *out, const float *q, const float *kc, const float *vc,
-                     const int *positions, const int *table, int row_start, int row_count,
-                     int heads, int kv_heads, int head_dim, int block_size, float scale,
-                     int window) {
-  attn_prefill(out, q, kc, vc, positions, table, row_start, row_count, heads, kv_heads,
-               head_dim, block_size, scale, window);
-}
-EXPORT_KERNEL(attn_prefill_f32)
+#define ATTN_PREFILL(name, KV)                                                             \
+  extern "C" __global__ void __launch_bounds__(128)                                        \
+      name(float *out, const float *q, const uint8_t *kc, const uint8_t *vc,               \
+           const int *positions, const int *table, int row_start, int row_count, int heads, \
+           int kv_heads, int head_dim, int block_size, float scale, int window) {          \
+    attn_prefill<KV>(out, q, kc, vc, positions, table, row_start, row_count, heads,        \
+                     kv_heads, head_dim, block_size, scale, window);                       \
+  }                                                                                        \
+  EXPORT_KERNEL(name)
 
-extern "C" __global__ void __launch_bounds__(128)
-    attn_prefill_f16(float *out, const float *q, const uint16_t *kc, const uint16_t *vc,
-                     const int *positions, const int *table, int row_start, int row_count,
-                     int heads, int kv_heads, int head_dim, int block_size, float scale,
-                     int window) {
-  attn_prefill(out, q, kc, vc, positions, table, row_start, row_count, heads, kv_heads,
-               head_dim, block_size, scale, window);
-}
-EXPORT_KERNEL(attn_prefill_f16)
+ATTN_PREFILL(attn_prefill_f32, KvF32)
+ATTN_PREFILL(attn_prefill_f16, KvF16)
+ATTN_PREFILL(attn_prefill_q8_0, KvQ8_0)
+ATTN_PREFILL(attn_prefill_q4_0, KvQ4_0)
 
 /*
  * Merges the splits of each (row, head) into out; with Q8 also writes out's q8_1 form for

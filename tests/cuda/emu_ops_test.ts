@@ -77,7 +77,7 @@ test("emulated CUDA: gatherRows, embed from every table type, argmaxRows", (p) =
   checkArgmax(p);
 });
 
-test("emulated CUDA: storeKv and attention (GQA, paged, f32 and f16 caches)", (p) => {
+test("emulated CUDA: storeKv and attention (GQA, paged, f32, f16, q8_0 and q4_0 caches)", (p) => {
   checkAttention(p);
 });
 

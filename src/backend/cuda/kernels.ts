@@ -28,6 +28,8 @@ const QUANT_TYPES = [
   "q6_k",
 ];
 const FLOAT_TYPES = ["f32", "f16", "bf16"];
+/** The KV cache types (KvDType): each has its store and attention kernels. */
+const KV_TYPES = ["f32", "f16", "q8_0", "q4_0"];
 /** Token counts the mat-vec kernels are instantiated for. */
 export const MATVEC_TOKENS = [1, 4, 8] as const;
 /** Rows at a time the expert kernels (moe.cu) are instantiated for. */
@@ -50,13 +52,7 @@ function signatures(): Record<string, string> {
     dequant_f16: "ppiiii",
     f32_to_f16_kernel: "ppi",
     argmax_rows: "ppii",
-    kv_store_f32: "pppppppiiii",
-    kv_store_f16: "pppppppiiii",
-    attn_split_f32: "ppppppppiiiiiifi",
-    attn_split_f16: "ppppppppiiiiiifi",
     attn_combine: "ppppiii",
-    attn_prefill_f32: "ppppppiiiiiifi",
-    attn_prefill_f16: "ppppppiiiiiifi",
     attn_combine_q8: "ppppppiiii",
     rms_norm_q8: "pppppiiif",
     add_rms_norm: "pppppiif",
@@ -67,6 +63,11 @@ function signatures(): Record<string, string> {
     moe_combine: "pppiii",
     mmv_any_e: "ppiippppiiiii",
   };
+  for (const t of KV_TYPES) {
+    s[`kv_store_${t}`] = "pppppppiiii";
+    s[`attn_split_${t}`] = "ppppppppiiiiiifi";
+    s[`attn_prefill_${t}`] = "ppppppiiiiiifi";
+  }
   for (const nt of EXPERT_TOKENS) {
     for (const t of QUANT_TYPES) s[`mmvq_e_${t}_${nt}`] = "ppipppppiiiiiii";
     for (const t of FLOAT_TYPES) s[`mmv_e_${t}_${nt}`] = "ppippppiiiiii";

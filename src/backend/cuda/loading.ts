@@ -12,6 +12,7 @@ import {
   kvCacheBytes,
   type KvCacheSpec,
   kvCopyProblem,
+  kvDTypeProblem,
   kvLayerBytes,
   kvRowBytes,
   type WeightSource,
@@ -85,6 +86,8 @@ export function allocateKvCache(ctx: CudaContext, spec: KvCacheSpec): CudaKvCach
       throw invalidArgument("createKvCache", `${k} = ${v}`);
     }
   }
+  const problem = kvDTypeProblem(spec.dtype, headDim);
+  if (problem !== null) throw invalidArgument("createKvCache", problem);
   const perLayer = kvLayerBytes(spec);
   ensureFits(ctx, kvCacheBytes(spec), "the KV cache");
   const k: number[] = [];

@@ -157,8 +157,15 @@ export function recordStoreKv(
     );
   }
   const dl = internSequences(ctx, "storeKv", layout, k.rows, cache);
-  const name = cache.spec.dtype === "f16" ? "kv_store_f16" : "kv_store_f32";
-  ctx.runner.tape.launch(ctx.k(name), Math.ceil(kvDim / 128), k.rows, 1, 128)
+  // One thread per value, or for a quantized cache one warp per 32-value block: the same
+  // grid either way.
+  ctx.runner.tape.launch(
+    ctx.k(`kv_store_${cache.spec.dtype}`),
+    Math.ceil(kvDim / 128),
+    k.rows,
+    1,
+    128,
+  )
     .p(cache.k[layer]).p(cache.v[layer]).p(k.ptr).p(v.ptr)
     .p(dl.positions).p(dl.rowSeq).p(dl.tables)
     .i(dl.stride).i(k.rows).i(kvDim).i(cache.spec.blockSize).end();
@@ -216,11 +223,10 @@ export function recordAttention(
   ctx.reserveArena(layoutBytes(layout, rows) + 4 * rows + 64);
   const dl = internSequences(ctx, "attention", layout, rows, cache);
   const tape = ctx.runner.tape;
-  const kvType = spec.dtype === "f16" ? "f16" : "f32";
   for (const seq of tiled) {
     const s = layout.sequences.indexOf(seq);
     tape.launch(
-      ctx.k(`attn_prefill_${kvType}`),
+      ctx.k(`attn_prefill_${spec.dtype}`),
       nHeads,
       Math.ceil(seq.rowCount / PREFILL_ROWS),
       1,
@@ -239,7 +245,7 @@ export function recordAttention(
       if (!tiled.includes(seq)) view.fill(s, seq.rowStart, seq.rowStart + seq.rowCount);
     });
   });
-  tape.launch(ctx.k(`attn_split_${kvType}`), nHeads, rows, splits, ATTN_THREADS)
+  tape.launch(ctx.k(`attn_split_${spec.dtype}`), nHeads, rows, splits, ATTN_THREADS)
     .p(acc).p(ml).p(q.ptr).p(cache.k[layer]).p(cache.v[layer])
     .p(dl.positions).p(rowSeq).p(dl.tables)
     .i(dl.stride).i(nHeads).i(nKvHeads).i(headDim).i(spec.blockSize).i(splits).f(scale)

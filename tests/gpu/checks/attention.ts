@@ -2,20 +2,32 @@
  * KV stores and attention against the reference: GQA, two sequences with scattered block
  * tables in one step (21 rows: the tiled prefill kernel; 5 rows: split-K), a row that
  * belongs to no sequence (left untouched), a prefill step then a decode step over what it
- * stored, f32 and f16 caches, head sizes 64, 128 and 256 (split-K only). Then sliding
- * windows (Gemma 3's local layers) on both kernels: narrower than a 32-position prefill
- * tile and a 16-slot block, wider than both, wider than a 128-position split, and wider
- * than the sequence.
+ * stored, f32, f16, q8_0 and q4_0 caches, head sizes 64, 128 and 256 (split-K only). Then
+ * sliding windows (Gemma 3's local layers) on both kernels: narrower than a 32-position
+ * prefill tile and a 16-slot block, wider than both, wider than a 128-position split, and
+ * wider than the sequence.
+ *
+ * A quantized cache holds the same blocks on every backend (ggml's reference quantizers),
+ * and each reads back the values they stand for: its attention agrees as closely as an f32
+ * cache's. An f16 cache the reference keeps in f32.
  */
 
-import type { AttentionShape, KvCache, StepLayout } from "../../../src/backend/backend.ts";
+import type { AttentionShape, KvCache, KvDType, StepLayout } from "../../../src/backend/backend.ts";
 import type { Both, Pair } from "./pair.ts";
 
-const BOUND = { f32: 2e-5, f16: 4e-3 } as const;
+const BOUND: Record<KvDType, number> = { f32: 2e-5, f16: 4e-3, q8_0: 2e-5, q4_0: 2e-5 };
 
-export function checkAttention(pair: Pair): void {
-  for (const headDim of [64, 128, 256]) {
-    for (const dtype of headDim === 256 ? ["f32"] as const : ["f32", "f16"] as const) {
+/** The cache types checked at each head size (256: the split kernel only). */
+const ATTENTION_TYPES: ReadonlyArray<[number, readonly KvDType[]]> = [
+  [64, ["f32", "f16", "q8_0", "q4_0"]],
+  [128, ["f32", "f16", "q8_0", "q4_0"]],
+  [256, ["f32", "q4_0"]],
+];
+
+/** Checks the cache types of ATTENTION_TYPES that `only` names (default all). */
+export function checkAttention(pair: Pair, only?: readonly KvDType[]): void {
+  for (const [headDim, types] of ATTENTION_TYPES) {
+    for (const dtype of types.filter((t) => only === undefined || only.includes(t))) {
       const spec = { nLayers: 2, nKvHeads: 2, headDim, blockSize: 16, nBlocks: 12, dtype };
       const cache: Both<KvCache> = {
         dev: pair.dev.createKvCache(spec),
@@ -62,12 +74,14 @@ export function checkAttention(pair: Pair): void {
 }
 
 /** Windowed cases: head size, cache type, window. */
-const WINDOWS: ReadonlyArray<[number, "f32" | "f16", number]> = [
+const WINDOWS: ReadonlyArray<[number, KvDType, number]> = [
   [64, "f32", 1],
   [64, "f16", 5],
   [128, "f32", 20],
   [128, "f16", 40],
+  [64, "q8_0", 40],
   [64, "f32", 150],
+  [128, "q4_0", 150],
   [256, "f32", 24],
   [128, "f32", 1000],
 ];
@@ -75,10 +89,12 @@ const WINDOWS: ReadonlyArray<[number, "f32" | "f16", number]> = [
 /**
  * A sequence (blocks scattered over the pool) prefilled in two chunks of more than 32 rows
  * beside a short one of 5-row chunks, then 180 more positions stored, then decoded beside
- * the short one and a row of no sequence: every row checked, under each window of WINDOWS.
+ * the short one and a row of no sequence: every row checked, under each window of WINDOWS
+ * whose cache type `only` names (default all).
  */
-export function checkWindowedAttention(pair: Pair): void {
+export function checkWindowedAttention(pair: Pair, only?: readonly KvDType[]): void {
   for (const [headDim, dtype, window] of WINDOWS) {
+    if (only !== undefined && !only.includes(dtype)) continue;
     const spec = { nLayers: 1, nKvHeads: 2, headDim, blockSize: 16, nBlocks: 24, dtype };
     const cache: Both<KvCache> = {
       dev: pair.dev.createKvCache(spec),

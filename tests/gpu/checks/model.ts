@@ -6,7 +6,13 @@
  * between blocks serve as the rows they copy.
  */
 
-import type { Activation, Backend, KvCache, StepLayout } from "../../../src/backend/backend.ts";
+import type {
+  Activation,
+  Backend,
+  KvCache,
+  KvDType,
+  StepLayout,
+} from "../../../src/backend/backend.ts";
 import { type GgufFile, openGguf } from "../../../src/gguf/mod.ts";
 import type { Model } from "../../../src/models/family.ts";
 import { readModel } from "../../../src/models/registry.ts";
@@ -37,7 +43,7 @@ export class Decoder {
   readonly cache: KvCache;
   readonly #file: GgufFile;
 
-  constructor(path: string, readonly backend: Backend, dtype: "f16" | "f32" = "f16") {
+  constructor(path: string, readonly backend: Backend, dtype: KvDType = "f16") {
     this.#file = openGguf(path);
     const gguf = readModel(this.#file);
     this.model = gguf.load(backend);

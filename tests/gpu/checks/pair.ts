@@ -1,6 +1,6 @@
 /**
- * Runs the same ops on a backend under test and on the reference backend (the oracle) and
- * compares. Host data reaches an activation the only way the Backend interface allows:
+ * Runs the same ops on a backend under test and on the reference backend (the oracle), or
+ * another backend, and compares. Host data reaches an activation the only way the Backend interface allows:
  * as an F32 weight whose rows are gathered with `embed`.
  */
 
@@ -67,12 +67,12 @@ export function source(
 }
 
 export class Pair {
-  readonly ref = new ReferenceBackend();
   readonly rng: Rng;
   /** Host buffers of loaded weights: a backend may read them until it copies. */
   readonly #keep: Uint8Array[] = [];
 
-  constructor(readonly dev: Backend, seed = 1) {
+  /** `ref` is the backend `dev` is compared with: the reference unless another is given. */
+  constructor(readonly dev: Backend, seed = 1, readonly ref: Backend = new ReferenceBackend()) {
     this.rng = new Rng(seed);
   }
 
