@@ -123,3 +123,17 @@ extern "C" __global__ void kv_store_q4_0(uint8_t *kc, uint8_t *vc, const float *
                                         table_stride, rows, kv_dim, block_size);
 }
 EXPORT_KERNEL(kv_store_q4_0)
+
+/* dst = the values of src (n, a multiple of 32) as the q8_0 blocks they quantize to stand
+ * for: the queries that meet a quantized K, as llama.cpp's q8_0 dot product has them (and
+ * the CPU kernels, kernels/cpu/kv_quant.c). grid ceil(n / 128), 128 threads. */
+extern "C" __global__ void q8_0_round(float *dst, const float *src, int n) {
+  const int lane = threadIdx.x & 31;
+  const int b = blockIdx.x * STORE_WARPS + (threadIdx.x >> 5);
+  if (32 * b >= n) return;
+  const float x = src[32 * b + lane];
+  const float amax = warp_max(fabsf(x));
+  const float d = __fdiv_rn(amax, 127.0f), id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  dst[32 * b + lane] = __fmul_rn(roundf(__fmul_rn(x, id)), f16_to_f32(f32_to_f16(d)));
+}
+EXPORT_KERNEL(q8_0_round)

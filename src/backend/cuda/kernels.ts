@@ -53,6 +53,7 @@ function signatures(): Record<string, string> {
     f32_to_f16_kernel: "ppi",
     argmax_rows: "ppii",
     attn_combine: "ppppiii",
+    q8_0_round: "ppi",
     attn_combine_q8: "ppppppiiii",
     rms_norm_q8: "pppppiiif",
     add_rms_norm: "pppppiif",

@@ -7,7 +7,7 @@
  * write.
  */
 
-import type { AttentionShape, StepLayout } from "../backend.ts";
+import type { AttentionShape, KvDType, StepLayout } from "../backend.ts";
 import type { CudaContext, DeviceLayout } from "./context.ts";
 import { invalidArgument } from "./errors.ts";
 import type { CudaActivation, CudaKvCache } from "./resources.ts";
@@ -220,6 +220,8 @@ export function recordAttention(
   const parts = rows * nHeads * splits;
   const acc = splitRows > 0 ? ctx.scratch("attn_acc", parts * headDim * 4) : 0;
   const ml = splitRows > 0 ? ctx.scratch("attn_ml", parts * 2 * 4) : 0;
+  // Before the arena is reserved: growing a scratch buffer flushes what was recorded.
+  const queries = quantizedQueries(ctx, q, spec.dtype);
   ctx.reserveArena(layoutBytes(layout, rows) + 4 * rows + 64);
   const dl = internSequences(ctx, "attention", layout, rows, cache);
   const tape = ctx.runner.tape;
@@ -232,7 +234,7 @@ export function recordAttention(
       1,
       ATTN_THREADS,
     )
-      .p(out.ptr).p(q.ptr).p(cache.k[layer]).p(cache.v[layer])
+      .p(out.ptr).p(queries).p(cache.k[layer]).p(cache.v[layer])
       .p(dl.positions).p(dl.tables + 4 * s * dl.stride)
       .i(seq.rowStart).i(seq.rowCount).i(nHeads).i(nKvHeads).i(headDim).i(spec.blockSize).f(scale)
       .i(window).end();
@@ -246,7 +248,7 @@ export function recordAttention(
     });
   });
   tape.launch(ctx.k(`attn_split_${spec.dtype}`), nHeads, rows, splits, ATTN_THREADS)
-    .p(acc).p(ml).p(q.ptr).p(cache.k[layer]).p(cache.v[layer])
+    .p(acc).p(ml).p(queries).p(cache.k[layer]).p(cache.v[layer])
     .p(dl.positions).p(rowSeq).p(dl.tables)
     .i(dl.stride).i(nHeads).i(nKvHeads).i(headDim).i(spec.blockSize).i(splits).f(scale)
     .i(window).end();
@@ -255,6 +257,19 @@ export function recordAttention(
     tape.launch(ctx.k("attn_combine"), nHeads, rows, 1, ATTN_THREADS)
       .p(out.ptr).p(acc).p(ml).p(rowSeq).i(nHeads).i(headDim).i(splits).end();
   });
+}
+
+/**
+ * The queries as the attention kernels read them: against a quantized K, rounded through
+ * q8_0 blocks first (llama.cpp takes Q.K as a q8_0 dot product; so does the CPU backend).
+ */
+function quantizedQueries(ctx: CudaContext, q: CudaActivation, dtype: KvDType): number {
+  if (dtype !== "q8_0" && dtype !== "q4_0") return q.ptr;
+  const n = q.rows * q.cols;
+  const rounded = ctx.scratch("attn_q8", 4 * n);
+  ctx.runner.tape.launch(ctx.k("q8_0_round"), Math.ceil(n / 128), 1, 1, 128)
+    .p(rounded).p(q.ptr).i(n).end();
+  return rounded;
 }
 
 function tableStrideFor(layout: StepLayout): number {
