@@ -14,6 +14,15 @@ const fields = {
   devices: z.array(z.int().min(0)).min(1).nullish(),
   /** Another name requests may use for the model (llama-server's --alias). */
   served_name: z.string().min(1).max(256).regex(/^\S+$/, "no whitespace").nullish(),
+  /**
+   * Rope scaling in place of the file's (llama.cpp's --rope-scaling, --rope-scale,
+   * --yarn-orig-ctx): Qwen3's 131072 positions are YaRN, factor 4 over 32768.
+   */
+  rope_scaling: z.strictObject({
+    type: z.enum(["linear", "yarn"]),
+    factor: z.number().min(1).max(1024),
+    original_context_length: z.int().min(1).optional(),
+  }).nullish(),
 };
 
 function devicesMatchTp(

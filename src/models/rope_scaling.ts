@@ -6,7 +6,8 @@
  */
 
 import type { RopeYarn } from "../backend/backend.ts";
-import { optionalString } from "../gguf/metadata.ts";
+import { type GgufFile, Kv } from "../gguf/mod.ts";
+import { architecture, optionalNumber, optionalString } from "../gguf/metadata.ts";
 import { ModelError } from "./errors.ts";
 import type { ArchKeys } from "./arch_keys.ts";
 
@@ -93,4 +94,41 @@ export function ropeYarn(s: RopeScaling, base: number, dims: number): RopeYarn |
     high: Math.min(dims - 1, high),
     mscale: f(attn * f(1 + f(f(0.1) * logf(f(1 / s.freqScale))))),
   };
+}
+
+/**
+ * Rope scaling asked for at load, for a file that does not carry it (Qwen3's own GGUFs
+ * stop at 40960 positions; its model card turns YaRN on for 131072): llama.cpp's
+ * `--rope-scaling`, `--rope-scale` and `--yarn-orig-ctx`.
+ */
+export interface RopeScalingConfig {
+  type: "linear" | "yarn";
+  factor: number;
+  /** Default: the file's `rope.scaling.original_context_length`, else its context length. */
+  originalContextLength?: number;
+}
+
+/**
+ * Puts `config` in place of the file's own rope scaling, in its metadata, before a family
+ * reads it (as llama.cpp's --override-kv would). Under YaRN the context the model serves
+ * becomes the original one times the factor, as llama.cpp re-adjusts n_ctx_train.
+ */
+export function overrideRopeScaling(file: GgufFile, config: RopeScalingConfig): void {
+  const arch = architecture(file);
+  const key = (name: string): string => `${arch}.${name}`;
+  if (!(Number.isFinite(config.factor) && config.factor >= 1)) {
+    throw new ModelError(
+      "bad_hparams",
+      `rope scaling factor must be at least 1, got ${config.factor}`,
+    );
+  }
+  const original = config.originalContextLength ??
+    optionalNumber(file, key("rope.scaling.original_context_length")) ??
+    optionalNumber(file, key("context_length"));
+  file.kv.set(key("rope.scaling.type"), Kv.string(config.type));
+  file.kv.set(key("rope.scaling.factor"), Kv.f32(config.factor));
+  if (config.type === "yarn" && original !== undefined) {
+    file.kv.set(key("rope.scaling.original_context_length"), Kv.u32(original));
+    file.kv.set(key("context_length"), Kv.u32(Math.floor(original * config.factor)));
+  }
 }

@@ -7,7 +7,13 @@ import { assert, assertEquals, assertThrows } from "../../tests/support/assert.t
 import { type GgufKv, Kv, openGguf, writeGguf } from "../gguf/mod.ts";
 import { ArchKeys } from "./arch_keys.ts";
 import { ModelError } from "./errors.ts";
-import { readRopeScaling, type RopeScaling, ropeYarn } from "./rope_scaling.ts";
+import {
+  overrideRopeScaling,
+  readRopeScaling,
+  type RopeScaling,
+  type RopeScalingConfig,
+  ropeYarn,
+} from "./rope_scaling.ts";
 
 /** The scaling of a file holding only `keys` under `qwen3.`. */
 function scaling(keys: Record<string, GgufKv>): RopeScaling {
@@ -111,4 +117,45 @@ Deno.test("rope scaling: another type, or a factor or attention factor no model 
     ModelError,
   );
   assertEquals(error.code, "bad_hparams");
+});
+
+Deno.test("rope scaling asked for at load replaces the file's: YaRN's context is the original times the factor", () => {
+  const path = Deno.makeTempFileSync({ suffix: ".gguf" });
+  try {
+    writeGguf(path, {
+      kv: [["general.architecture", Kv.string("qwen3")], ["qwen3.context_length", Kv.u32(40960)]],
+      tensors: [],
+    });
+    const read = (config: RopeScalingConfig): [RopeScaling, number | undefined] => {
+      const file = openGguf(path);
+      try {
+        overrideRopeScaling(file, config);
+        return [
+          readRopeScaling(new ArchKeys(file, "qwen3"), 40960),
+          file.get("qwen3.context_length") as number,
+        ];
+      } finally {
+        file.close();
+      }
+    };
+    const [yarn, context] = read({ type: "yarn", factor: 4, originalContextLength: 32768 });
+    assertEquals([yarn.type, yarn.freqScale, yarn.originalContext, context], [
+      "yarn",
+      0.25,
+      32768,
+      131072,
+    ]);
+    // No original context given: the file's own, as llama.cpp's --yarn-orig-ctx defaults.
+    const [own, longer] = read({ type: "yarn", factor: 2 });
+    assertEquals([own.originalContext, longer], [40960, 81920]);
+    // Linear scaling leaves the context as the file says (llama.cpp re-adjusts it for YaRN only).
+    const [linear, same] = read({ type: "linear", factor: 2 });
+    assertEquals([linear.type, linear.freqScale, same], ["linear", 0.5, 40960]);
+    assertEquals(
+      assertThrows(() => read({ type: "yarn", factor: 0.5 }), ModelError).message,
+      "rope scaling factor must be at least 1, got 0.5",
+    );
+  } finally {
+    Deno.removeSync(path);
+  }
 });

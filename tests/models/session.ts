@@ -8,6 +8,7 @@ import { argmax } from "../../src/common/argmax.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { ModelInstance } from "../../src/models/instance.ts";
 import { readModel } from "../../src/models/registry.ts";
+import { overrideRopeScaling, type RopeScalingConfig } from "../../src/models/rope_scaling.ts";
 
 const BLOCK = 16;
 const MAX_TOKENS = 1024;
@@ -41,9 +42,18 @@ export class StepSession {
   }
 }
 
-/** Runs `fn` on the model of `path` bound to `backend` (closed afterwards, with the backend). */
-export function withSession<T>(path: string, backend: Backend, fn: (s: StepSession) => T): T {
+/**
+ * Runs `fn` on the model of `path` bound to `backend` (closed afterwards, with the
+ * backend), with `ropeScaling` in place of the file's own when given.
+ */
+export function withSession<T>(
+  path: string,
+  backend: Backend,
+  fn: (s: StepSession) => T,
+  ropeScaling?: RopeScalingConfig,
+): T {
   const file = openGguf(path);
+  if (ropeScaling) overrideRopeScaling(file, ropeScaling);
   const model = readModel(file);
   const kv = { blockSize: BLOCK, nBlocks: MAX_TOKENS / BLOCK, dtype: "f16" as const };
   const instance = ModelInstance.create(model, backend, kv);

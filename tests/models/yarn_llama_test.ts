@@ -9,7 +9,7 @@
 import { assert, assertEquals } from "../support/assert.ts";
 import { openLlamaModel, topLogits } from "../support/llama_ref.ts";
 import { fixture, modelGolden } from "../fixtures.ts";
-import { writeYarnFixture } from "../fixtures/yarn.ts";
+import { writeYarnFixture, YARN_FACTOR, YARN_ORIGINAL_CONTEXT } from "../fixtures/yarn.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
 import { argmax } from "../../src/common/argmax.ts";
 import { type StepSession, withSession } from "./session.ts";
@@ -70,6 +70,30 @@ Deno.test("qwen3 with YaRN metadata: logits equal llama.cpp's at positions up to
         assert(d <= TOLERANCE, `greedy step ${k}: top-5 logits differ by ${d}`);
       });
     });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("qwen3 without YaRN metadata, YaRN asked for at load: the same logits as the file that carries it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    using ref = await openLlamaModel(writeYarnFixture(dir));
+    const want: Float32Array[] = [];
+    ref.eachPosition(PROMPT.tokens, (_, l) => want.push(l), 41000);
+    const shift = shiftedRope(new CpuBackend({ threads: 2 }));
+    shift.offset = 41000;
+    const yarn = {
+      type: "yarn" as const,
+      factor: YARN_FACTOR,
+      originalContextLength: YARN_ORIGINAL_CONTEXT,
+    };
+    withSession(fixture("qwen3-tiny-f16.gguf"), shift.backend, (s) => {
+      const got = rows(s, PROMPT.tokens);
+      assertEquals(got.map(argmax), want.map(argmax), "argmax per position");
+      const diff = Math.max(...got.map((g, i) => topDiff(g, want[i])));
+      assert(diff <= TOLERANCE, `top-20 logits differ by ${diff}`);
+    }, yarn);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

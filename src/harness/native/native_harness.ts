@@ -19,6 +19,7 @@ import type {
   LoadProgressDetail,
   ModelInfo,
 } from "../harness.ts";
+import type { RopeScalingConfig } from "../../models/rope_scaling.ts";
 import { allowedModelPath } from "../model_path.ts";
 import { LoadedModel } from "./loaded_model.ts";
 import { ModelHost } from "./model_host.ts";
@@ -140,7 +141,7 @@ export class NativeHarness implements Harness {
       state.detail = { stage: "loading weights", file: path };
       report();
       const start = (): Promise<ModelHost> =>
-        this.#startEngine(id, path, { tensorParallel, devices });
+        this.#startEngine(id, path, { tensorParallel, devices }, ropeScaling(spec));
       const host = await start();
       if (this.#closing.signal.aborted) {
         await host.close();
@@ -180,6 +181,7 @@ export class NativeHarness implements Harness {
     id: string,
     path: string,
     split: { tensorParallel: number; devices: number[] },
+    ropeScaling: RopeScalingConfig | undefined,
   ): Promise<ModelHost> {
     try {
       return await ModelHost.start({
@@ -195,6 +197,7 @@ export class NativeHarness implements Harness {
         stepTargetMs: this.#config.step_target_ms,
         cuda: this.#cuda && { libcuda: this.#cuda.libcuda, libcublas: this.#cuda.libcublas },
         kvDtype: "f16",
+        ropeScaling,
       });
     } catch (err) {
       const code = err instanceof NeuronError ? err.code : "";
@@ -265,4 +268,11 @@ export class NativeHarness implements Harness {
       models.map((m) => m.close({ code: "shutting_down", message: "the node is shutting down" })),
     );
   }
+}
+
+/** The rope scaling a load asks for, as the model reader takes it. */
+function ropeScaling(spec: ModelSpec): RopeScalingConfig | undefined {
+  const r = spec.rope_scaling;
+  if (!r) return undefined;
+  return { type: r.type, factor: r.factor, originalContextLength: r.original_context_length };
 }
