@@ -11,6 +11,7 @@ import { openLlamaModel, topLogits } from "../support/llama_ref.ts";
 import { fixture, modelGolden } from "../fixtures.ts";
 import { writeYarnFixture, YARN_FACTOR, YARN_ORIGINAL_CONTEXT } from "../fixtures/yarn.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
+import { Kv } from "../../src/gguf/mod.ts";
 import { argmax } from "../../src/common/argmax.ts";
 import { type StepSession, withSession } from "./session.ts";
 import { shiftedRope } from "./shifted_rope.ts";
@@ -69,6 +70,35 @@ Deno.test("qwen3 with YaRN metadata: logits equal llama.cpp's at positions up to
         const d = Math.max(...step.top5.map(([id, l]) => Math.abs(got.logits[k][id] - l)));
         assert(d <= TOLERANCE, `greedy step ${k}: top-5 logits differ by ${d}`);
       });
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("qwen3 with YaRN metadata: rope.scaling.attn_factor counts and the yarn_* keys do not, as for llama.cpp", async () => {
+  // llama.cpp reads rope.scaling.attn_factor for every family, and the yarn_ext_factor,
+  // yarn_attn_factor and yarn_beta_* keys only for others than these (a file carrying them
+  // gives llama.cpp the same logits as one without).
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = writeYarnFixture(dir, (kv) => {
+      kv.set("qwen3.rope.scaling.attn_factor", Kv.f32(0.8));
+      kv.set("qwen3.rope.scaling.yarn_ext_factor", Kv.f32(0.5));
+      kv.set("qwen3.rope.scaling.yarn_attn_factor", Kv.f32(0.8));
+      kv.set("qwen3.rope.scaling.yarn_beta_fast", Kv.f32(8));
+      kv.set("qwen3.rope.scaling.yarn_beta_slow", Kv.f32(2));
+    });
+    using ref = await openLlamaModel(path);
+    const want: Float32Array[] = [];
+    ref.eachPosition(PROMPT.tokens, (_, l) => want.push(l), 41000);
+    const shift = shiftedRope(new CpuBackend({ threads: 2 }));
+    shift.offset = 41000;
+    withSession(path, shift.backend, (s) => {
+      const got = rows(s, PROMPT.tokens);
+      assertEquals(got.map(argmax), want.map(argmax), "argmax per position");
+      const diff = Math.max(...got.map((g, i) => topDiff(g, want[i])));
+      assert(diff <= TOLERANCE, `top-20 logits differ by ${diff}`);
     });
   } finally {
     await Deno.remove(dir, { recursive: true });
