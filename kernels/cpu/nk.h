@@ -109,12 +109,20 @@ NK_API int32_t nk_rmsnorm(nk_pool *pool, float *out, const float *x, const float
                           int64_t n_rows, int64_t dim, float eps);
 /* RoPE modes: NEOX rotates pairs (i, i + head_dim/2), NORM pairs (2i, 2i + 1). */
 enum { NK_ROPE_NEOX = 0, NK_ROPE_NORM = 1 };
+/* YaRN's terms of a rope (ggml's rope_yarn): pair i's angle mixes the interpolated and the
+ * extrapolated angle by ext_factor * ramp_i, the ramp falling from 1 at pair corr_low to 0
+ * at corr_high; cos and sin are multiplied by mscale. */
+typedef struct {
+  float ext_factor, corr_low, corr_high, mscale;
+} nk_rope_yarn;
 /* In place on x[n_tokens][n_heads][head_dim]: pair i of a token at position p turns by
  * freq_scale * p * freq_base^(-2i/head_dim) / freq_factors[i] (freq_factors may be NULL:
- * all 1), the angles computed as ggml computes them. */
+ * all 1), or with `yarn` (NULL: none) by its mix of that and the unscaled angle, the angles
+ * computed as ggml computes them. */
 NK_API int32_t nk_rope(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads,
                        int64_t head_dim, const int32_t *positions, float freq_base,
-                       float freq_scale, const float *freq_factors, int32_t mode);
+                       float freq_scale, const float *freq_factors, int32_t mode,
+                       const nk_rope_yarn *yarn);
 
 /* Paged KV cache: k_cache and v_cache are [n_blocks][block_size][n_kv_heads][head_dim] of
  * kv_type: NK_F32, NK_F16, or NK_Q8_0 / NK_Q4_0 (each head's row whole ggml blocks of 32,

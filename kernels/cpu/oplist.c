@@ -98,7 +98,7 @@ static int64_t fixed_words(int32_t code) {
   switch (code) {
     case OP_GET_ROWS: return 7;
     case OP_RMSNORM: return 6;
-    case OP_ROPE: return 9;
+    case OP_ROPE: return 13;
     case OP_KV_STORE: return 12;
     case OP_ATTENTION: return 15;
     case OP_SILU_MUL: return 4;
@@ -125,9 +125,11 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
                          ints + i64(a[4]), i64(a[5]), ptr(a[6]));
     case OP_RMSNORM:
       return nk_rmsnorm(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]), i64(a[4]), (float)a[5]);
-    case OP_ROPE:
+    case OP_ROPE: {
+      const nk_rope_yarn yarn = {(float)a[9], (float)a[10], (float)a[11], (float)a[12]};
       return nk_rope(pool, ptr(a[0]), i64(a[1]), i64(a[2]), i64(a[3]), ints + i64(a[4]),
-                     (float)a[5], (float)a[6], ptr(a[7]), (int32_t)i64(a[8]));
+                     (float)a[5], (float)a[6], ptr(a[7]), (int32_t)i64(a[8]), &yarn);
+    }
     case OP_KV_STORE:
       return nk_kv_store(pool, ptr(a[0]), ptr(a[1]), (int32_t)i64(a[2]), i64(a[3]),
                          (int32_t)i64(a[4]), ints + i64(a[5]), ints + i64(a[6]), ints + i64(a[7]),

@@ -19,6 +19,8 @@
 typedef struct {
   int64_t head_dim;
   float freq_base, freq_scale;
+  /* YaRN (nk_rope): the mix's weight and ramp, and the magnitude. */
+  float ext_factor, corr_low, corr_high, mscale;
   /* A copy of the divisors (head_dim / 2), or NULL. */
   float *factors;
 } rope_key;
@@ -60,23 +62,39 @@ void nk_rope_cache_free(nk_rope_cache *c) {
   free(c);
 }
 
-/* ggml's angles: theta advances by repeated f32 multiplication, then is divided by the
- * pair's factor and scaled, as ggml's rope cache computes it. */
+/* YaRN's ramp over the pairs: 1 below `low` (extrapolated), 0 above `high` (interpolated),
+ * linear between, as ggml's rope_yarn_ramp. */
+static float rope_ramp(float low, float high, int64_t i) {
+  const float y = ((float)i - low) / fmaxf(0.001f, high - low);
+  return 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+}
+
+/* ggml's angles: theta advances by repeated f32 multiplication, is divided by the pair's
+ * factor (the extrapolated angle) and scaled (the interpolated one); YaRN mixes the two
+ * and scales cos and sin, as ggml's rope cache computes it. */
 static void rope_angles(int32_t pos, const rope_key *k, const float *factors, float *cs) {
   const int64_t half = k->head_dim / 2;
   const float theta_scale = powf(k->freq_base, -2.0f / (float)k->head_dim);
   float theta = (float)pos;
   for (int64_t i = 0; i < half; i++) {
-    const float angle = k->freq_scale * (factors ? theta / factors[i] : theta);
-    cs[i] = cosf(angle);
-    cs[half + i] = sinf(angle);
+    const float extrap = factors ? theta / factors[i] : theta;
+    const float interp = k->freq_scale * extrap;
+    float angle = interp;
+    if (k->ext_factor != 0.0f) {
+      const float mix = rope_ramp(k->corr_low, k->corr_high, i) * k->ext_factor;
+      angle = interp * (1.0f - mix) + extrap * mix;
+    }
+    cs[i] = cosf(angle) * k->mscale;
+    cs[half + i] = sinf(angle) * k->mscale;
     theta *= theta_scale;
   }
 }
 
 static int same_key(const rope_key *a, const rope_key *b) {
   if (a->head_dim != b->head_dim || a->freq_base != b->freq_base ||
-      a->freq_scale != b->freq_scale || (a->factors == NULL) != (b->factors == NULL)) {
+      a->freq_scale != b->freq_scale || a->ext_factor != b->ext_factor ||
+      a->corr_low != b->corr_low || a->corr_high != b->corr_high || a->mscale != b->mscale ||
+      (a->factors == NULL) != (b->factors == NULL)) {
     return 0;
   }
   return !a->factors || memcmp(a->factors, b->factors, (size_t)(a->head_dim / 2) * 4) == 0;
@@ -106,7 +124,8 @@ static rope_tables *rope_cache(nk_pool *pool, const rope_key *key, int64_t n) {
   const size_t fbytes = (size_t)(key->head_dim / 2) * 4;
   rope_tables *fresh = calloc(1, sizeof(rope_tables));
   if (fresh) {
-    *fresh = (rope_tables){{key->head_dim, key->freq_base, key->freq_scale,
+    *fresh = (rope_tables){{key->head_dim, key->freq_base, key->freq_scale, key->ext_factor,
+                            key->corr_low, key->corr_high, key->mscale,
                             key->factors ? malloc(fbytes) : NULL},
                            cap,
                            malloc((size_t)cap * sizeof(int32_t)),
@@ -163,10 +182,14 @@ static void rope_task(void *arg, int32_t ith, int32_t nth) {
 
 int32_t nk_rope(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
                 const int32_t *positions, float freq_base, float freq_scale,
-                const float *freq_factors, int32_t mode) {
+                const float *freq_factors, int32_t mode, const nk_rope_yarn *yarn) {
+  const nk_rope_yarn none = {0.0f, 0.0f, 0.0f, 1.0f};
+  const nk_rope_yarn *y = yarn ? yarn : &none;
   if (!pool || !x || !positions || n_tokens < 0 || n_heads <= 0 || head_dim <= 0 ||
       head_dim % 2 != 0 || !(freq_base > 0.0f) || !(freq_scale > 0.0f) ||
-      !isfinite(freq_scale) || (mode != NK_ROPE_NEOX && mode != NK_ROPE_NORM)) {
+      !isfinite(freq_scale) || (mode != NK_ROPE_NEOX && mode != NK_ROPE_NORM) ||
+      !isfinite(y->ext_factor) || !isfinite(y->corr_low) || !isfinite(y->corr_high) ||
+      !(y->mscale > 0.0f) || !isfinite(y->mscale)) {
     return NK_EINVAL;
   }
   for (int64_t t = 0; t < n_tokens; t++) {
@@ -178,7 +201,8 @@ int32_t nk_rope(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads, int6
     }
   }
   if (n_tokens == 0) return NK_OK;
-  const rope_key key = {head_dim, freq_base, freq_scale, (float *)freq_factors};
+  const rope_key key = {head_dim,     freq_base,    freq_scale, y->ext_factor,
+                        y->corr_low,  y->corr_high, y->mscale,  (float *)freq_factors};
   rope_tables *c = rope_cache(pool, &key, n_tokens);
   const float **tables = malloc((size_t)n_tokens * sizeof(float *));
   float *own = NULL;

@@ -43,16 +43,18 @@ EXPORT_KERNEL(rms_norm_block)
  * k / (dim/2). grid (ceil(heads * dim/2 / 128), rows), 128 threads.
  */
 extern "C" __global__ void rope(float *x, const int *positions, const float *factors, int rows,
-                                int heads, int dim, float base, float freq_scale, int norm) {
+                                int heads, int dim, float base, float freq_scale,
+                                float ext_factor, float corr_low, float corr_high, float mscale,
+                                int norm) {
   const int t = blockIdx.y;
   const int half = dim / 2;
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= rows || k >= heads * half) return;
   const int h = k / half, i = k % half;
-  const RopeSpec r = {base, freq_scale, factors, norm};
+  const RopeSpec r = {base, freq_scale, ext_factor, corr_low, corr_high, mscale, factors, norm};
   float *p = x + ((size_t)t * heads + h) * dim + rope_first(i, norm);
   const int gap = rope_gap(dim, norm);
-  rope_turn(p[0], p[gap], rope_angle((float)positions[t], i, dim, r), &p[0], &p[gap]);
+  rope_turn(p[0], p[gap], rope_angle((float)positions[t], i, dim, r), r, &p[0], &p[gap]);
 }
 EXPORT_KERNEL(rope)
 

@@ -89,7 +89,9 @@ EXPORT_KERNEL(add_rms_norm_q8)
  */
 extern "C" __global__ void rms_norm_rope(float *x, const float *w, const int *positions,
                                          const float *factors, int rows, int heads, int dim,
-                                         float eps, float base, float freq_scale, int norm) {
+                                         float eps, float base, float freq_scale,
+                                         float ext_factor, float corr_low, float corr_high,
+                                         float mscale, int norm) {
   const int g = blockIdx.x * 4 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (g >= rows * heads) return;
@@ -98,14 +100,14 @@ extern "C" __global__ void rms_norm_rope(float *x, const float *w, const int *po
   for (int i = lane; i < dim; i += 32) s += xs[i] * xs[i];
   s = warp_sum(s);
   const float inv = rsqrtf(s / (float)dim + eps);
-  const RopeSpec r = {base, freq_scale, factors, norm};
+  const RopeSpec r = {base, freq_scale, ext_factor, corr_low, corr_high, mscale, factors, norm};
   const float pos = (float)positions[g / heads];
   const int gap = rope_gap(dim, norm);
   for (int i = lane; i < dim / 2; i += 32) {
     const int j = rope_first(i, norm);
     const float a = xs[j] * inv * w[j];
     const float b = xs[j + gap] * inv * w[j + gap];
-    rope_turn(a, b, rope_angle(pos, i, dim, r), &xs[j], &xs[j + gap]);
+    rope_turn(a, b, rope_angle(pos, i, dim, r), r, &xs[j], &xs[j + gap]);
   }
 }
 EXPORT_KERNEL(rms_norm_rope)

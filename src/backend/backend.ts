@@ -160,7 +160,8 @@ export interface AttentionShape {
 
 /**
  * How a family rotates q and k, as ggml's rope computes it: the pair (a, b) of head
- * features i turns by theta_i = freqScale * position * base^(-2i/headDim) / factor_i.
+ * features i turns by theta_i = freqScale * position * base^(-2i/headDim) / factor_i
+ * (with `yarn`, by a mix of that and the unscaled angle, and scaled in magnitude).
  */
 export interface RopeSpec {
   /** "neox" pairs feature i with i + headDim/2 (Qwen, Gemma); "norm" pairs 2i with 2i + 1 (Llama). */
@@ -170,6 +171,25 @@ export interface RopeSpec {
   freqScale: number;
   /** headDim/2 f32 divisors of the angles (Llama 3.1's rope_freqs.weight); null: all 1. */
   freqFactors: Weight | null;
+  /** YaRN's corrections (models/rope_scaling.ts makes them); null: a plain rotation. */
+  yarn: RopeYarn | null;
+}
+
+/**
+ * ggml's `rope_yarn` terms. Pair i's angle is interp * (1 - mix_i) + extrap * mix_i, where
+ * extrap is the unscaled angle, interp = freqScale * extrap, and
+ * mix_i = extFactor * (1 - clamp((i - low) / max(0.001, high - low), 0, 1)): the fast
+ * pairs (below `low`) keep their extrapolated angle, the slow ones (above `high`) are
+ * interpolated. Both cos and sin are multiplied by `mscale`.
+ */
+export interface RopeYarn {
+  /** ggml's ext_factor: 1 for YaRN, 0 for no mix (then only `mscale` applies). */
+  extFactor: number;
+  /** The ramp's ends, in pairs: ggml_rope_yarn_corr_dims. */
+  low: number;
+  high: number;
+  /** The magnitude of cos and sin: attn_factor * (1 + 0.1 ln(1 / freqScale)) for YaRN. */
+  mscale: number;
 }
 
 /** Element types a collective reduces. */

@@ -38,6 +38,15 @@ const fields = {
    * (in model_dirs) or a hub model (the load's quant chooses its file too). Native only.
    */
   draft_model: z.string().min(1).nullish(),
+  /**
+   * Rope scaling in place of the file's (llama.cpp's --rope-scaling, --rope-scale,
+   * --yarn-orig-ctx): Qwen3's 131072 positions are YaRN, factor 4 over 32768.
+   */
+  rope_scaling: z.strictObject({
+    type: z.enum(["linear", "yarn"]),
+    factor: z.number().min(1).max(1024),
+    original_context_length: z.int().min(1).optional(),
+  }).nullish(),
 };
 
 function devicesMatchTp(

@@ -26,6 +26,7 @@ import type { GgufFile } from "../gguf/mod.ts";
 import type { GgufModel, Model, ModelFamily, ModelShard } from "./family.ts";
 import type { DecoderHparams } from "./hparams.ts";
 import { readPooling } from "./pooling.ts";
+import { ropeYarn } from "./rope_scaling.ts";
 import { type ShardDims, shardDims } from "./shard.ts";
 import { WeightLoader } from "./weights.ts";
 
@@ -191,13 +192,15 @@ export abstract class Decoder<L> implements Model {
     this.backend.embed(x, this.outer.tokenEmbd, ids);
   }
 
-  /** The model's own rope (its base and linear scaling from the file) in `style`. */
+  /** The model's own rope (its base and its linear or YaRN scaling from the file) in `style`. */
   protected modelRope(style: RopeSpec["style"], freqFactors: Weight | null = null): RopeSpec {
+    const { ropeBase, ropeScaling, headDim } = this.hparams;
     return {
       style,
-      base: this.hparams.ropeBase,
-      freqScale: this.hparams.ropeFreqScale,
+      base: ropeBase,
+      freqScale: ropeScaling.freqScale,
       freqFactors,
+      yarn: ropeYarn(ropeScaling, ropeBase, headDim),
     };
   }
 

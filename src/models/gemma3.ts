@@ -102,7 +102,7 @@ class Gemma3Model extends Decoder<Gemma3Layer> {
       shape: this.attentionShape(scale),
     };
     const local: LayerAttention = {
-      rope: { style: "neox", base: hp.ropeBaseLocal, freqScale: 1, freqFactors: null },
+      rope: { style: "neox", base: hp.ropeBaseLocal, freqScale: 1, freqFactors: null, yarn: null },
       shape: { ...this.attentionShape(scale), window: hp.slidingWindow },
     };
     const isLocal = (i: number): boolean =>

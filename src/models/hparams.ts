@@ -6,8 +6,11 @@
  */
 
 import type { GgufFile } from "../gguf/mod.ts";
-import { optionalNumber, optionalString, requireNumber } from "../gguf/metadata.ts";
+import { ArchKeys, checkCount } from "./arch_keys.ts";
 import { ModelError } from "./errors.ts";
+import { readRopeScaling, type RopeScaling } from "./rope_scaling.ts";
+
+export { ArchKeys } from "./arch_keys.ts";
 
 export interface DecoderHparams {
   architecture: string;
@@ -20,8 +23,8 @@ export interface DecoderHparams {
   vocabSize: number;
   contextLength: number;
   ropeBase: number;
-  /** Linear rope scaling: 1 / `rope.scaling.factor` (1: none). */
-  ropeFreqScale: number;
+  /** Linear or YaRN rope scaling (`rope.scaling.*`). */
+  ropeScaling: RopeScaling;
   rmsEps: number;
   tiedOutput: boolean;
   /** A mixture-of-experts FFN (moe_hparams.ts); nFf is then one expert's width. */
@@ -34,68 +37,6 @@ export interface ExpertHparams {
   count: number;
   /** Experts each token is routed to. */
   used: number;
-}
-
-/** Reads the keys of one architecture (`<arch>.<name>`), checked. */
-export class ArchKeys {
-  constructor(readonly file: GgufFile, readonly architecture: string) {}
-
-  key(name: string): string {
-    return `${this.architecture}.${name}`;
-  }
-
-  /** A count that must be present: a positive integer. */
-  count(name: string): number {
-    return checkCount(this.key(name), requireNumber(this.file, this.key(name)));
-  }
-
-  /** A count that may be absent (then `fallback`). */
-  countOr(name: string, fallback: number): number {
-    return checkCount(this.key(name), optionalNumber(this.file, this.key(name)) ?? fallback);
-  }
-
-  /** A scale that must be present: finite and above zero. */
-  positive(name: string): number {
-    return checkPositive(this.key(name), requireNumber(this.file, this.key(name)));
-  }
-
-  /** A scale that may be absent (then `fallback`). */
-  positiveOr(name: string, fallback: number): number {
-    return checkPositive(this.key(name), optionalNumber(this.file, this.key(name)) ?? fallback);
-  }
-
-  /** A number that may be absent (then `fallback`), unchecked beyond its type. */
-  numberOr(name: string, fallback: number): number {
-    return optionalNumber(this.file, this.key(name)) ?? fallback;
-  }
-}
-
-function checkCount(key: string, value: number): number {
-  if (!(Number.isSafeInteger(value) && value > 0)) {
-    throw new ModelError("bad_hparams", `${key} must be a positive integer, got ${value}`);
-  }
-  return value;
-}
-
-function checkPositive(key: string, value: number): number {
-  if (!(Number.isFinite(value) && value > 0)) {
-    throw new ModelError("bad_hparams", `${key} must be a positive number, got ${value}`);
-  }
-  return value;
-}
-
-/** 1 / the linear rope scaling factor; other scalings are refused by name. */
-function ropeFreqScale(keys: ArchKeys): number {
-  const type = optionalString(keys.file, keys.key("rope.scaling.type")) ?? "linear";
-  const factor = keys.numberOr("rope.scaling.factor", keys.numberOr("rope.scale_linear", 0));
-  if (type === "none" || factor === 0 || factor === 1) return 1;
-  if (type !== "linear") {
-    throw new ModelError(
-      "bad_hparams",
-      `${keys.key("rope.scaling.type")} '${type}' is not supported (only linear scaling is)`,
-    );
-  }
-  return 1 / checkPositive(keys.key("rope.scaling.factor"), factor);
 }
 
 /**
@@ -131,6 +72,7 @@ export function readDecoderHparams(
     );
   }
   const embd = file.requireTensor("token_embd.weight");
+  const contextLength = keys.count("context_length");
   return {
     architecture,
     nLayers: keys.count("block_count"),
@@ -140,9 +82,9 @@ export function readDecoderHparams(
     nKvHeads,
     headDim,
     vocabSize: checkCount("token_embd.weight rows", embd.ne[1] ?? 0),
-    contextLength: keys.count("context_length"),
+    contextLength,
     ropeBase: keys.positiveOr("rope.freq_base", 10000),
-    ropeFreqScale: ropeFreqScale(keys),
+    ropeScaling: readRopeScaling(keys, contextLength),
     rmsEps: keys.positive("attention.layer_norm_rms_epsilon"),
     tiedOutput: file.tensor("output.weight") === undefined,
   };

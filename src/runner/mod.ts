@@ -8,6 +8,7 @@ import type { KvPoolSpec } from "../backend/backend.ts";
 import { openGguf } from "../gguf/mod.ts";
 import type { GgufModel } from "../models/family.ts";
 import { readModel } from "../models/registry.ts";
+import { overrideRopeScaling, type RopeScalingConfig } from "../models/rope_scaling.ts";
 import { TpRunner } from "../tp/mod.ts";
 import { LocalRunner, type LocalRunnerOptions } from "./local_runner.ts";
 import type { ModelRunner } from "./runner.ts";
@@ -20,15 +21,19 @@ export interface RunnerOptions extends Omit<LocalRunnerOptions, "cudaDevice"> {
   tensorParallel?: number;
   /** The CUDA device of each rank (default 0..N-1). */
   devices?: number[];
+  /** Rope scaling asked for at load (openModel's), for the ranks to apply too. */
+  ropeScaling?: RopeScalingConfig;
 }
 
 /**
  * Reads the model file at `path` once: mapped whole, in file order (gguf/source.ts says
- * why), its family's hyperparameters read and checked.
+ * why), its family's hyperparameters read and checked, with `ropeScaling` in place of the
+ * file's own.
  */
-export function openModel(path: string): GgufModel {
+export function openModel(path: string, ropeScaling?: RopeScalingConfig): GgufModel {
   const file = openGguf(path, { populate: true });
   try {
+    if (ropeScaling) overrideRopeScaling(file, ropeScaling);
     return readModel(file);
   } catch (err) {
     file.close();

@@ -48,6 +48,11 @@ export const REQUEST_SCHEMAS = {
       n_blocks: z.int().min(1),
       dtype: z.enum(["f16", "f32", "q8_0", "q4_0"]),
     }),
+    rope_scaling: z.object({
+      type: z.enum(["linear", "yarn"]),
+      factor: z.number(),
+      original_context_length: count.optional(),
+    }).optional(),
   }),
   generate_step: z.object({
     op: z.literal("generate_step"),

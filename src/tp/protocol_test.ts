@@ -18,6 +18,15 @@ const REQUESTS: Request[] = [
     threads: 2,
     kv: { block_size: 16, n_blocks: 64, dtype: "f16" },
   },
+  {
+    op: "load_shard",
+    model_id: "m",
+    model_path: "/models/m.gguf",
+    device: "cuda",
+    threads: 0,
+    kv: { block_size: 16, n_blocks: 8192, dtype: "f16" },
+    rope_scaling: { type: "yarn", factor: 4, original_context_length: 32768 },
+  },
   { op: "generate_step", model_id: "m", tokens: [1, 2], offset: 5 },
   {
     op: "generate_step",

@@ -18,6 +18,7 @@ import { errorMessage } from "../common/errors.ts";
 import { log } from "../common/log.ts";
 import type { GgufModel, ModelShape } from "../models/family.ts";
 import { ModelInstance } from "../models/instance.ts";
+import type { RopeScalingConfig } from "../models/rope_scaling.ts";
 import { commIdToHex } from "./comm_id.ts";
 import type { Communicator } from "./communicator.ts";
 import { CpuCommunicator } from "./cpu_comm.ts";
@@ -45,6 +46,8 @@ export interface TpRunnerOptions {
   devices?: number[];
   /** Milliseconds a step may take before the group is aborted. */
   stepDeadlineMs?: number;
+  /** Rope scaling asked for at load, applied by every rank to its copy of the file. */
+  ropeScaling?: RopeScalingConfig;
   /** How to start a worker (default: this program in worker mode). */
   workerCommand?: WorkerCommand;
 }
@@ -108,10 +111,19 @@ export class TpRunner {
       const comm = TpRunner.#rendezvous(pool, backend, size, devices[0]);
       undo.push(() => comm.close());
       TpRunner.#sanityCheck(pool, comm);
-      const shard = TpRunner.#loadShards(pool, comm, model, file.path, backend, {
-        threads,
-        mmap,
-      }, kv);
+      const shard = TpRunner.#loadShards(
+        pool,
+        comm,
+        model,
+        file.path,
+        backend,
+        {
+          threads,
+          mmap,
+        },
+        kv,
+        options.ropeScaling,
+      );
       undo.push(() => shard.close());
       mlog.info("tensor-parallel group ready", { devices });
       return new TpRunner(
@@ -218,6 +230,7 @@ export class TpRunner {
     backend: Backend,
     cpu: { threads: number; mmap: boolean },
     kv: KvPoolSpec,
+    ropeScaling: RopeScalingConfig | undefined,
   ): ModelInstance {
     let shard: ModelInstance | null = null;
     const request: Request = {
@@ -229,6 +242,13 @@ export class TpRunner {
       threads: cpu.threads,
       mmap: cpu.mmap,
       kv: { block_size: kv.blockSize, n_blocks: kv.nBlocks, dtype: kv.dtype },
+      ...(ropeScaling && {
+        rope_scaling: {
+          type: ropeScaling.type,
+          factor: ropeScaling.factor,
+          original_context_length: ropeScaling.originalContextLength,
+        },
+      }),
     };
     try {
       const { replies } = pool.fanOut(request, () => {

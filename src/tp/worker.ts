@@ -13,6 +13,7 @@ import { type GgufFile, openGguf } from "../gguf/mod.ts";
 import { ModelError } from "../models/errors.ts";
 import { ModelInstance } from "../models/instance.ts";
 import { readModel } from "../models/registry.ts";
+import { overrideRopeScaling } from "../models/rope_scaling.ts";
 import { commIdFromHex } from "./comm_id.ts";
 import type { Communicator } from "./communicator.ts";
 import { CpuCommunicator, parseCpuCommId } from "./cpu_comm.ts";
@@ -185,6 +186,14 @@ export class TpWorker {
         );
       }
       const kv = { blockSize: req.kv.block_size, nBlocks: req.kv.n_blocks, dtype: req.kv.dtype };
+      if (req.rope_scaling) {
+        const r = req.rope_scaling;
+        overrideRopeScaling(file, {
+          type: r.type,
+          factor: r.factor,
+          originalContextLength: r.original_context_length,
+        });
+      }
       const model = readModel(file);
       const instance = ModelInstance.create(model, backend, kv, {
         rank,

@@ -182,13 +182,19 @@ test("bad rope specs, windows, biases and scale factors are refused, changing no
     const x = pair.random(2, 64);
     const before = be.read(x.dev);
     const layout = { positions: Int32Array.of(3, 9), sequences: [] };
-    const rope = { style: "norm" as const, base: 1e4, freqScale: 1, freqFactors: null };
+    const rope = { style: "norm" as const, base: 1e4, freqScale: 1, freqFactors: null, yarn: null };
     const refused = (spec: RopeSpec, heads = 2, dim = 32): string =>
       assertThrows(() => be.rope(x.dev, layout, heads, dim, spec), CudaError).message;
     assertEquals(refused({ ...rope, freqScale: 0 }), "rope: freqScale 0");
     assertEquals(refused({ ...rope, base: NaN }), "rope: base NaN");
     assertEquals(refused({ ...rope, style: "gptj" as "norm" }), "rope: style gptj");
     assertEquals(refused(rope, 3, 32), "rope: 64 columns as 3 heads of 32");
+    const yarn = { extFactor: 1, low: 3, high: 9, mscale: 1.1 };
+    assertEquals(refused({ ...rope, yarn: { ...yarn, mscale: 0 } }), "rope: yarn mscale 0");
+    assertEquals(
+      refused({ ...rope, yarn: { ...yarn, low: NaN } }),
+      "rope: yarn ext 1 over pairs NaN..9",
+    );
     assertMatch(
       refused({ ...rope, freqFactors: row("short", Array(8).fill(1)) }),
       /freqFactors short is 1x8, not one row of 16/,

@@ -8,14 +8,16 @@ import { argmax } from "../../src/common/argmax.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { ModelInstance } from "../../src/models/instance.ts";
 import { readModel } from "../../src/models/registry.ts";
+import { overrideRopeScaling, type RopeScalingConfig } from "../../src/models/rope_scaling.ts";
 
 const BLOCK = 16;
 const MAX_TOKENS = 1024;
 
-/** The KV cache a session runs on: its type and the positions it holds. */
-export interface SessionKv {
+/** The KV cache a session runs on (its type, the positions it holds), and rope scaling. */
+export interface SessionOptions {
   dtype?: KvDType;
   maxTokens?: number;
+  ropeScaling?: RopeScalingConfig;
 }
 
 export class StepSession {
@@ -51,21 +53,23 @@ export class StepSession {
 
 /**
  * Runs `fn` on the model of `path` bound to `backend` (closed afterwards, with the backend),
- * on an f16 cache of 1024 positions unless `kv` says otherwise.
+ * on an f16 cache of 1024 positions unless `options` say otherwise, with its rope scaling
+ * in place of the file's own when given.
  */
 export function withSession<T>(
   path: string,
   backend: Backend,
   fn: (s: StepSession) => T,
-  kv: SessionKv = {},
+  options: SessionOptions = {},
 ): T {
   const file = openGguf(path);
+  if (options.ropeScaling) overrideRopeScaling(file, options.ropeScaling);
   const model = readModel(file);
-  const nBlocks = Math.ceil((kv.maxTokens ?? MAX_TOKENS) / BLOCK);
+  const nBlocks = Math.ceil((options.maxTokens ?? MAX_TOKENS) / BLOCK);
   const instance = ModelInstance.create(model, backend, {
     blockSize: BLOCK,
     nBlocks,
-    dtype: kv.dtype ?? "f16",
+    dtype: options.dtype ?? "f16",
   });
   try {
     return fn(new StepSession(instance, model.shape.vocabSize, nBlocks));

@@ -45,6 +45,11 @@ Deno.test("load: absurd hyperparameters are refused naming the key; nothing stay
         "qwen3.attention.head_count",
       ],
       ["vocab", (kv) => moreTokens(kv, 8), "tokenizer.ggml.tokens"],
+      [
+        "rope scaling",
+        (kv) => kv.set("qwen3.rope.scaling.type", Kv.string("longrope")),
+        "qwen3.rope.scaling.type 'longrope' is not supported",
+      ],
     ];
     await withNode(nativeNode({ extra: { model_dirs: [dir] } }), async (node) => {
       for (const [name, edit, key] of cases) {
@@ -61,7 +66,7 @@ Deno.test("load: absurd hyperparameters are refused naming the key; nothing stay
         await chat.body?.cancel();
       }
       const models = await jsonOf(await node.get("/models")) as Json[];
-      assertEquals(models.map((m) => m.status), ["failed", "failed", "failed", "failed"]);
+      assertEquals(models.map((m) => m.status), Array(cases.length).fill("failed"));
     });
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -21,14 +21,14 @@ import {
   llamaLibrary,
   type LlamaSymbols,
 } from "./llama_cpp/library.ts";
+import { checkedModelDefaults, MODEL, POOLING, type Pooling } from "./llama_cpp/abi.ts";
 import {
-  checkedContextDefaults,
-  checkedModelDefaults,
-  CONTEXT,
-  MODEL,
-  POOLING,
-  type Pooling,
-} from "./llama_cpp/abi.ts";
+  type ContextKind,
+  contextParams,
+  type KvCacheType,
+  UBATCH_TOKENS,
+} from "./llama_cpp/context.ts";
+import { detokenize, metaValue, tokenize } from "./llama_cpp/text.ts";
 import { address, decode, decodeSequences, floats, withPinned } from "./llama_cpp/batch.ts";
 import { argmaxMargin, topLogits } from "./logits.ts";
 import { LlamaGrammar } from "./llama_cpp/grammar.ts";
@@ -39,7 +39,6 @@ export { topLogits } from "./logits.ts";
 export type { LlamaGrammar } from "./llama_cpp/grammar.ts";
 
 const THREADS = 2;
-const UBATCH = 512;
 
 export interface LlamaOpenOptions {
   /** KV cache size in tokens: a prompt plus what is generated must fit. Default 2048. */
@@ -56,9 +55,9 @@ export interface LlamaOpenOptions {
   spin?: boolean;
   /** KV cache type (llama.cpp's -ctk and -ctv together; quantized ones with flash attention,
    * which llama.cpp needs for a quantized V). Default f16. */
-  kvType?: "f16" | "q8_0" | "q4_0";
+  kvType?: KvCacheType;
   /** The V cache's type when it differs from K's. */
-  vType?: "f16" | "q8_0" | "q4_0";
+  vType?: KvCacheType;
   /**
    * llama.cpp rotates a quantized cache's heads by a Walsh-Hadamard matrix where head_dim is a
    * multiple of 64 (attn_rot_k/v, spreading outliers before quantization); neuron does
@@ -67,11 +66,6 @@ export interface LlamaOpenOptions {
    */
   rotateQuantizedKv?: boolean;
 }
-
-/** ggml type ids of the KV cache types. */
-const KV_TYPE_IDS = { f16: 1, q8_0: 8, q4_0: 2 } as const;
-/** llama_flash_attn_type: enabled. */
-const FLASH_ATTN_ENABLED = 1;
 
 export interface GreedyStep {
   id: number;
@@ -87,12 +81,6 @@ export interface ChatMessage {
 }
 
 type Ptr = NonNullable<Deno.PointerValue>;
-
-/**
- * One context for logits, one per pooling type asked of embed() ("model": the model's),
- * one per batch width of embedMany().
- */
-type ContextKind = "logits" | Pooling | "model" | `batch${number}`;
 
 /** A model opened by llama.cpp. Not thread-safe; close it (or `using` it) when done. */
 export class LlamaModel {
@@ -132,25 +120,7 @@ export class LlamaModel {
   /** Text to ids as llama_tokenize does it. */
   tokenize(text: string, opts: { special: boolean; addSpecial: boolean }): number[] {
     this.#live();
-    const bytes = new TextEncoder().encode(text);
-    let capacity = bytes.length + 8;
-    for (;;) {
-      const out = new Int32Array(capacity);
-      const n = this.#sym.llama_tokenize(
-        this.#vocab,
-        bytes,
-        bytes.length,
-        out,
-        capacity,
-        opts.addSpecial,
-        opts.special,
-      );
-      if (n >= 0) return [...out.subarray(0, n)];
-      if (n === -2147483648) {
-        throw new LlamaRefError("llama_ref_bad_input", `text of ${bytes.length} bytes is too long`);
-      }
-      capacity = -n;
-    }
+    return tokenize(this.#sym, this.#vocab, text, opts);
   }
 
   /**
@@ -164,24 +134,7 @@ export class LlamaModel {
   ): string {
     this.#live();
     this.#checkIds(ids, 0);
-    const tokens = Int32Array.from(ids);
-    let capacity = ids.length * 8 + 16;
-    for (;;) {
-      const out = new Uint8Array(capacity);
-      const n = this.#sym.llama_detokenize(
-        this.#vocab,
-        tokens,
-        tokens.length,
-        out,
-        capacity,
-        opts.removeSpecial ?? false,
-        opts.special ?? true,
-      );
-      if (n >= 0) {
-        return new TextDecoder("utf-8", { ignoreBOM: true }).decode(out.subarray(0, n));
-      }
-      capacity = -n;
-    }
+    return detokenize(this.#sym, this.#vocab, ids, opts);
   }
 
   /** llama.cpp's grammar sampler over this vocabulary; null where it refuses the grammar. */
@@ -202,15 +155,7 @@ export class LlamaModel {
 
   /** A metadata value as llama.cpp formats it, or undefined when the key is absent. */
   meta(key: string): string | undefined {
-    const model = this.#live();
-    let capacity = 256;
-    for (;;) {
-      const out = new Uint8Array(capacity);
-      const n = this.#sym.llama_model_meta_val_str(model, cString(key), out, BigInt(capacity));
-      if (n < 0) return undefined;
-      if (n < capacity) return new TextDecoder().decode(out.subarray(0, n));
-      capacity = n + 1;
-    }
+    return metaValue(this.#sym, this.#live(), key);
   }
 
   /**
@@ -266,13 +211,17 @@ export class LlamaModel {
     return floats(this.#sym.llama_get_logits_ith(ctx, -1), this.nVocab, "logits");
   }
 
-  /** Evaluates `tokens` in one batch and hands every position's logits (a copy) to `visit`. */
+  /**
+   * Evaluates `tokens` in one batch at positions start.. (nothing before them in the cache)
+   * and hands every token's logits (a copy, by index in `tokens`) to `visit`.
+   */
   eachPosition(
     tokens: readonly number[],
     visit: (position: number, logits: Float32Array) => void,
+    start = 0,
   ): void {
-    const ctx = this.#fresh("logits", tokens, 0);
-    this.#decode(ctx, tokens, 0, true);
+    const ctx = this.#fresh("logits", tokens, 0, start);
+    this.#decode(ctx, tokens, start, true);
     for (let i = 0; i < tokens.length; i++) {
       visit(i, floats(this.#sym.llama_get_logits_ith(ctx, i), this.nVocab, "logits"));
     }
@@ -280,16 +229,17 @@ export class LlamaModel {
 
   /**
    * `n` greedy steps after `tokens`: step k is the argmax after the prompt and steps
-   * 0..k-1, one token per llama_decode, with no stop at end-of-generation tokens.
+   * 0..k-1, one token per llama_decode, with no stop at end-of-generation tokens. The
+   * prompt sits at positions start.. with nothing before it.
    */
-  greedy(tokens: readonly number[], n: number): GreedyStep[] {
+  greedy(tokens: readonly number[], n: number, start = 0): GreedyStep[] {
     if (!Number.isSafeInteger(n) || n < 1) {
       throw new LlamaRefError("llama_ref_bad_input", `greedy needs n >= 1, got ${n}`);
     }
-    const ctx = this.#fresh("logits", tokens, n - 1);
+    const ctx = this.#fresh("logits", tokens, n - 1, start);
     const steps: GreedyStep[] = [];
     let input: readonly number[] = tokens;
-    let position = 0;
+    let position = start;
     while (steps.length < n) {
       this.#decode(ctx, input, position, false);
       position += input.length;
@@ -344,11 +294,11 @@ export class LlamaModel {
       batch = [];
     };
     for (const input of inputs) {
-      if (input.length > UBATCH) {
+      if (input.length > UBATCH_TOKENS) {
         throw new LlamaRefError("llama_ref_bad_input", `an input of ${input.length} tokens`);
       }
       const tokens = batch.reduce((n, s) => n + s.length, 0);
-      if (batch.length === perBatch || tokens + input.length > UBATCH) flush();
+      if (batch.length === perBatch || tokens + input.length > UBATCH_TOKENS) flush();
       batch.push(input);
     }
     flush();
@@ -397,12 +347,15 @@ export class LlamaModel {
   }
 
   /** The context for `kind`, created on first use, its KV cache emptied. */
-  #fresh(kind: ContextKind, tokens: readonly number[], extra: number): Ptr {
+  #fresh(kind: ContextKind, tokens: readonly number[], extra: number, start = 0): Ptr {
     const model = this.#live();
     if (this.#options.vocabOnly) {
       throw new LlamaRefError("llama_ref_unsupported", `${this.path} was opened vocab-only`);
     }
     if (tokens.length === 0) throw new LlamaRefError("llama_ref_bad_input", "no tokens");
+    if (!Number.isSafeInteger(start) || start < 0) {
+      throw new LlamaRefError("llama_ref_bad_input", `start position ${start}`);
+    }
     this.#checkIds(tokens, extra);
     let ctx = this.#contexts.get(kind);
     if (ctx === undefined) {
@@ -414,34 +367,13 @@ export class LlamaModel {
   }
 
   #createContext(model: Ptr, kind: ContextKind): Ptr {
-    const params = this.#sym.llama_context_default_params();
-    const view = checkedContextDefaults(params);
-    const nCtx = this.contextLength;
-    view.setUint32(CONTEXT.n_ctx, nCtx, true);
-    view.setUint32(CONTEXT.n_batch, nCtx, true);
-    view.setUint32(CONTEXT.n_ubatch, Math.min(UBATCH, nCtx), true);
     const threads = this.#options.threads ?? THREADS;
-    view.setInt32(CONTEXT.n_threads, threads, true);
-    view.setInt32(CONTEXT.n_threads_batch, threads, true);
-    const kType = this.#options.kvType ?? "f16", vType = this.#options.vType ?? kType;
-    if (kType !== "f16" || vType !== "f16") {
-      // Read by llama.cpp when it builds the context's cache, just below.
-      if (this.#options.rotateQuantizedKv) Deno.env.delete("LLAMA_ATTN_ROT_DISABLE");
-      else Deno.env.set("LLAMA_ATTN_ROT_DISABLE", "1");
-      view.setInt32(CONTEXT.type_k, KV_TYPE_IDS[kType], true);
-      view.setInt32(CONTEXT.type_v, KV_TYPE_IDS[vType], true);
-      view.setInt32(CONTEXT.flash_attn_type, FLASH_ATTN_ENABLED, true);
-    }
-    if (kind.startsWith("batch")) {
-      // Sequences share one KV cache, as the embedding example has them.
-      view.setUint32(CONTEXT.n_seq_max, Number(kind.slice("batch".length)), true);
-      view.setUint8(CONTEXT.kv_unified, 1);
-    }
-    if (kind !== "logits") {
-      view.setUint8(CONTEXT.embeddings, 1);
-      const pooling = kind === "model" || kind.startsWith("batch") ? "unspecified" : kind;
-      view.setInt32(CONTEXT.pooling_type, POOLING[pooling as Pooling | "unspecified"], true);
-    }
+    const kType = this.#options.kvType ?? "f16";
+    const params = contextParams(this.#sym, this.contextLength, threads, kind, {
+      k: kType,
+      v: this.#options.vType ?? kType,
+      rotate: this.#options.rotateQuantizedKv ?? false,
+    });
     const ctx = this.#sym.llama_init_from_model(model, params);
     if (ctx === null) {
       throw new LlamaRefError(

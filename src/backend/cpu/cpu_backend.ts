@@ -300,6 +300,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
       freqScale: spec.freqScale,
       freqFactors: spec.freqFactors === null ? null : this.#f32(spec.freqFactors, "freqFactors"),
       mode: spec.style === "neox" ? ROPE_NEOX : ROPE_NORM,
+      yarn: spec.yarn,
     });
   }
 

@@ -58,6 +58,7 @@ export const CPU_SYMBOLS = {
       "f32",
       "pointer",
       "i32",
+      "pointer",
     ],
     result: "i32",
   },

@@ -7,6 +7,7 @@
  * `flush()`, named after the op that failed. The recording itself is op_record.ts.
  */
 
+import type { RopeYarn } from "../backend.ts";
 import { checkDims, matmulOperands } from "./checks.ts";
 import { CpuKernelError } from "./errors.ts";
 import { checkSequences, type KvLayout, kvLayoutBytes, type KvSequence } from "./kv_layout.ts";
@@ -33,6 +34,8 @@ export interface RopeAngles {
   /** headDim/2 f32 divisors, or null. */
   freqFactors: Operand | null;
   mode: typeof ROPE_NEOX | typeof ROPE_NORM;
+  /** YaRN's terms (nk_rope_yarn); null: none. */
+  yarn: RopeYarn | null;
 }
 
 function checkRows(rows: Int32Array, aRows: number): void {
@@ -173,6 +176,7 @@ export class OpList extends MoeOps {
       ? 0
       : this.addr("rope", "freqFactors", angles.freqFactors, (headDim / 2) * 4);
     const at = this.copyOnce([positions, nTokens], () => this.copyInts(positions, nTokens));
+    const y = angles.yarn;
     this.push("rope", OP_ROPE, [
       px,
       nTokens,
@@ -183,6 +187,10 @@ export class OpList extends MoeOps {
       angles.freqScale,
       pf,
       angles.mode,
+      y?.extFactor ?? 0,
+      y?.low ?? 0,
+      y?.high ?? 0,
+      y?.mscale ?? 1,
     ]);
   }
 

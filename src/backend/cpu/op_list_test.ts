@@ -42,7 +42,13 @@ type Ops = Pick<
 >;
 
 const DIM = 256, HEADS = 4, KV_HEADS = 2, HEAD_DIM = 64, FF = 512, VOCAB = 16;
-const ROPE: RopeAngles = { freqBase: 10000, freqScale: 1, freqFactors: null, mode: ROPE_NEOX };
+const ROPE: RopeAngles = {
+  freqBase: 10000,
+  freqScale: 1,
+  freqFactors: null,
+  mode: ROPE_NEOX,
+  yarn: null,
+};
 const LAYOUT: KvLayout = {
   type: KV_F16,
   nBlocks: 4,

@@ -16,6 +16,7 @@ import {
 } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
 import { ROPE_NEOX, ROPE_NORM, type RopeAngles } from "./kernels.ts";
+import type { RopeYarn } from "../backend.ts";
 import {
   everyPool,
   maxAbsDiff,
@@ -64,9 +65,25 @@ interface RopeCase {
   /** Per-pair divisors (default none). */
   factors?: Float32Array;
   style?: "neox" | "norm";
+  yarn?: RopeYarn;
 }
 
-/** RoPE as ggml computes it: theta advances by f32 multiplication, then ÷ factor, × scale. */
+const f32 = Math.fround;
+
+/** Pair i's angle under YaRN from its extrapolated and interpolated angles, f32 step by step. */
+function yarnAngle(y: RopeYarn, i: number, extrap: number, interp: number): number {
+  if (y.extFactor === 0) return interp;
+  const ramp = f32(
+    1 - Math.min(1, Math.max(0, f32(f32(i - y.low) / Math.max(0.001, y.high - y.low)))),
+  );
+  const mix = f32(ramp * y.extFactor);
+  return f32(f32(interp * f32(1 - mix)) + f32(extrap * mix));
+}
+
+/**
+ * RoPE as ggml computes it: theta advances by f32 multiplication, then ÷ factor, × scale;
+ * YaRN mixes the two angles and scales cos and sin.
+ */
 function ropeRef(
   x: Float32Array,
   nTokens: number,
@@ -83,8 +100,10 @@ function ropeRef(
     let theta = Math.fround(pos[t]);
     for (let i = 0; i < half; i++) {
       const f = rope.factors === undefined ? theta : Math.fround(theta / rope.factors[i]);
-      const angle = Math.fround((rope.scale ?? 1) * f);
-      const c = Math.cos(angle), s = Math.sin(angle);
+      const interp = Math.fround((rope.scale ?? 1) * f);
+      const angle = rope.yarn ? yarnAngle(rope.yarn, i, f, interp) : interp;
+      const m = rope.yarn?.mscale ?? 1;
+      const c = Math.cos(angle) * m, s = Math.sin(angle) * m;
       for (let h = 0; h < nHeads; h++) {
         const o = (t * nHeads + h) * d + i * stride;
         const x0 = x[o], x1 = x[o + gap];
@@ -103,6 +122,7 @@ function ropeAngles(rope: RopeCase): RopeAngles {
     freqScale: rope.scale ?? 1,
     freqFactors: rope.factors ?? null,
     mode: rope.style === "norm" ? ROPE_NORM : ROPE_NEOX,
+    yarn: rope.yarn ?? null,
   };
 }
 
@@ -178,6 +198,63 @@ Deno.test("rope: the angle tables a pool keeps never serve another position, sha
       assert(err < 2e-5, `${what} d=${d} ${JSON.stringify(rope)} ${positions.slice(0, 5)}: ${err}`);
     }
   });
+});
+
+Deno.test("rope with YaRN (Qwen3 at 4x its 32768 positions) matches the f32 reference at positions sampled over 0..131071", async () => {
+  const rng = new Rng(15);
+  // ggml's terms for base 1e6, 128-wide heads, factor 4 over 32768 (models/rope_scaling.ts
+  // makes them): pairs up to 23 keep their angle, from 40 on they are interpolated, and
+  // cos and sin are scaled by 1 + 0.1 ln 4.
+  const qwen3: RopeYarn = { extFactor: 1, low: 23, high: 40, mscale: Math.fround(1.1386294) };
+  const factors = Float32Array.from({ length: 64 }, (_, i) => 1 + (i % 5) * 0.5);
+  const cases: RopeCase[] = [
+    { base: 1e6, scale: 0.25, yarn: qwen3 },
+    { base: 5e5, scale: 0.125, style: "norm", factors, yarn: { ...qwen3, low: 3, high: 9 } },
+    { base: 1e4, scale: 0.5, yarn: { extFactor: 0.5, low: 7, high: 7, mscale: 1 } },
+    { base: 1e6, scale: 1, yarn: { extFactor: 0, low: 0, high: 0, mscale: 0.75 } },
+  ];
+  const sampled = Int32Array.from(
+    { length: 96 },
+    (_, t) => t < 4 ? [0, 1, 40960, 131071][t] : rng.int(131072),
+  );
+  await everyPool((pool, what) => {
+    for (const rope of cases) {
+      for (const [nHeads, d] of [[2, 128], [3, 64]]) {
+        const x = randomF32(rng, sampled.length * nHeads * d);
+        const got = x.slice();
+        const angles = ropeAngles({ ...rope, factors: rope.factors?.slice(0, d / 2) });
+        pool.rope(got, sampled.length, nHeads, d, sampled, angles);
+        const want = ropeRef(x, sampled.length, nHeads, d, sampled, rope);
+        const err = maxAbsDiff(got, want);
+        assert(err < 2e-5, `${what} ${JSON.stringify(rope.yarn)} ${nHeads}x${d}: ${err}`);
+      }
+    }
+  });
+  // The angle tables a pool keeps are keyed by the YaRN terms: another ramp, weight or
+  // magnitude never reuses them.
+  const k = await testKernels();
+  const pool = k.createPool(1);
+  const pos = Int32Array.of(41000, 5);
+  for (
+    const yarn of [qwen3, { ...qwen3, low: 19 }, { ...qwen3, mscale: 1 }, {
+      ...qwen3,
+      extFactor: 0.5,
+    }, qwen3]
+  ) {
+    const x = randomF32(rng, 2 * 128);
+    const got = x.slice();
+    pool.rope(got, 2, 1, 128, pos, ropeAngles({ base: 1e6, scale: 0.25, yarn }));
+    const err = maxAbsDiff(got, ropeRef(x, 2, 1, 128, pos, { base: 1e6, scale: 0.25, yarn }));
+    assert(err < 2e-5, `${JSON.stringify(yarn)}: ${err}`);
+  }
+  const refused = (yarn: RopeYarn) =>
+    assertThrows(
+      () => pool.rope(new Float32Array(128), 1, 1, 128, pos, ropeAngles({ base: 1e6, yarn })),
+      CpuKernelError,
+    );
+  refused({ ...qwen3, mscale: 0 });
+  refused({ ...qwen3, low: NaN });
+  pool.destroy();
 });
 
 /** GELU's tanh approximation, in f64. */

@@ -226,7 +226,8 @@ export function fuseRope(
   cut(ctx, norm.start);
   ctx.runner.tape.launch(ctx.k("rms_norm_rope"), Math.ceil((x.rows * heads) / 4), 1, 1, 128)
     .p(x.ptr).p(norm.w).p(positions).opt(rope.factors).i(x.rows).i(heads).i(dim).f(norm.eps)
-    .f(rope.base).f(rope.freqScale).i(rope.norm).end();
+    .f(rope.base).f(rope.freqScale).f(rope.extFactor).f(rope.corrLow).f(rope.corrHigh)
+    .f(rope.mscale).i(rope.norm).end();
   if (other !== null) {
     const o = other;
     noted(

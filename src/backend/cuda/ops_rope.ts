@@ -11,10 +11,17 @@ import { fuseRope } from "./fusion.ts";
 import { internPositions } from "./ops_attention.ts";
 import { asWeight, type CudaActivation } from "./resources.ts";
 
-/** A rope as the kernels take it: factors as a device address (0: none), norm 1 for NORM. */
+/**
+ * A rope as the kernels take it: factors as a device address (0: none), norm 1 for NORM,
+ * YaRN's terms (extFactor 0 and mscale 1 without it).
+ */
 export interface DeviceRope {
   base: number;
   freqScale: number;
+  extFactor: number;
+  corrLow: number;
+  corrHigh: number;
+  mscale: number;
   factors: number;
   norm: 0 | 1;
 }
@@ -31,6 +38,13 @@ function deviceRope(spec: RopeSpec, headDim: number): DeviceRope {
   }
   if (!(spec.freqScale > 0 && Number.isFinite(spec.freqScale))) {
     throw invalidArgument("rope", `freqScale ${spec.freqScale}`);
+  }
+  const y = spec.yarn ?? { extFactor: 0, low: 0, high: 0, mscale: 1 };
+  if (![y.extFactor, y.low, y.high].every(Number.isFinite)) {
+    throw invalidArgument("rope", `yarn ext ${y.extFactor} over pairs ${y.low}..${y.high}`);
+  }
+  if (!(y.mscale > 0 && Number.isFinite(y.mscale))) {
+    throw invalidArgument("rope", `yarn mscale ${y.mscale}`);
   }
   let factors = 0;
   if (spec.freqFactors !== null) {
@@ -49,6 +63,10 @@ function deviceRope(spec: RopeSpec, headDim: number): DeviceRope {
   return {
     base: spec.base,
     freqScale: spec.freqScale,
+    extFactor: y.extFactor,
+    corrLow: y.low,
+    corrHigh: y.high,
+    mscale: y.mscale,
     factors,
     norm: spec.style === "norm" ? 1 : 0,
   };
@@ -74,5 +92,6 @@ export function recordRope(
   const grid = Math.ceil((nHeads * headDim) / 2 / ROPE_THREADS);
   ctx.runner.tape.launch(ctx.k("rope"), grid, x.rows, 1, ROPE_THREADS)
     .p(x.ptr).p(positions).opt(r.factors).i(x.rows).i(nHeads).i(headDim)
-    .f(r.base).f(r.freqScale).i(r.norm).end();
+    .f(r.base).f(r.freqScale).f(r.extFactor).f(r.corrLow).f(r.corrHigh).f(r.mscale).i(r.norm)
+    .end();
 }

@@ -26,6 +26,7 @@ import {
 } from "../backend.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import { combineToken, routeToken } from "./expert_routing.ts";
+import { ropeTurn } from "./rope_angle.ts";
 
 class RefWeight implements Weight {
   constructor(
@@ -183,10 +184,9 @@ export class ReferenceBackend implements Backend {
       for (let h = 0; h < nHeads; h++) {
         const base = (t * nHeads + h) * headDim;
         for (let i = 0; i < half; i++) {
-          const theta = (spec.freqScale * pos * Math.pow(spec.base, (-2 * i) / headDim)) /
-            (factors === null ? 1 : factors[i]);
-          const c = Math.cos(theta);
-          const s = Math.sin(theta);
+          const turn = ropeTurn(spec, pos, i, headDim, factors === null ? 1 : factors[i]);
+          const c = Math.cos(turn.angle) * turn.mscale;
+          const s = Math.sin(turn.angle) * turn.mscale;
           const ia = base + i * stride;
           const a = data[ia];
           const b = data[ia + gap];

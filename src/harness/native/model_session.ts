@@ -28,6 +28,7 @@ import {
   type PoolResult,
 } from "../../frontend/mod.ts";
 import type { GgufModel } from "../../models/family.ts";
+import type { RopeScalingConfig } from "../../models/rope_scaling.ts";
 import { type ModelRunner, openModel, openRunner } from "../../runner/mod.ts";
 import { describeModel, type ModelDescription } from "./describe.ts";
 import { ModelGoneError, PoolFailedError } from "./errors.ts";
@@ -63,6 +64,8 @@ export interface ModelLoadOptions {
   speculative?: Partial<SpeculativeParams>;
   /** A draft model's file (same vocabulary), run on the first device beside the model. */
   draftModelPath?: string;
+  /** Rope scaling in place of the file's (its context then follows: YaRN's factor x original). */
+  ropeScaling?: RopeScalingConfig;
 }
 
 export class ModelSession {
@@ -83,7 +86,7 @@ export class ModelSession {
 
   /** Opens the model file and builds everything; a failure releases what was built. */
   static open(options: ModelLoadOptions): ModelSession {
-    const model = openModel(options.modelPath);
+    const model = openModel(options.modelPath, options.ropeScaling);
     try {
       const cap = options.contextLength > 0 ? options.contextLength : model.shape.contextLength;
       const contextLength = Math.min(cap, model.shape.contextLength);

@@ -21,6 +21,7 @@ import type {
   LoadProgressDetail,
   ModelInfo,
 } from "../harness.ts";
+import type { RopeScalingConfig } from "../../models/rope_scaling.ts";
 import { allowedModelPath } from "../model_path.ts";
 import { LoadedModel } from "./loaded_model.ts";
 import { ModelHost } from "./model_host.ts";
@@ -158,7 +159,7 @@ export class NativeHarness implements Harness {
         }, {
           ...(spec.speculative ? { speculative: spec.speculative } : {}),
           ...(draftModelPath ? { draftModelPath } : {}),
-        });
+        }, ropeScaling(spec));
       const host = await start();
       if (this.#closing.signal.aborted) {
         await host.close();
@@ -199,6 +200,7 @@ export class NativeHarness implements Harness {
     path: string,
     split: { tensorParallel: number; devices: number[]; kvDtype: KvDType },
     speculation: { speculative?: Partial<SpeculativeParams>; draftModelPath?: string },
+    ropeScaling: RopeScalingConfig | undefined,
   ): Promise<ModelHost> {
     try {
       return await ModelHost.start({
@@ -214,6 +216,7 @@ export class NativeHarness implements Harness {
         stepTargetMs: this.#config.step_target_ms,
         cuda: this.#cuda && { libcuda: this.#cuda.libcuda, libcublas: this.#cuda.libcublas },
         ...speculation,
+        ropeScaling,
       });
     } catch (err) {
       const code = err instanceof NeuronError ? err.code : "";
@@ -290,4 +293,11 @@ export class NativeHarness implements Harness {
       models.map((m) => m.close({ code: "shutting_down", message: "the node is shutting down" })),
     );
   }
+}
+
+/** The rope scaling a load asks for, as the model reader takes it. */
+function ropeScaling(spec: ModelSpec): RopeScalingConfig | undefined {
+  const r = spec.rope_scaling;
+  if (!r) return undefined;
+  return { type: r.type, factor: r.factor, originalContextLength: r.original_context_length };
 }

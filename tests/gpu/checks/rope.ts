@@ -1,17 +1,18 @@
 /**
  * RoPE against the reference: both ggml layouts (NeoX: Qwen, Gemma; NORM: Llama, Mistral),
- * linear position scaling, per-pair frequency factors (Llama 3.1's rope_freqs), at small
- * and large positions; then the model's order (per-head q and k norms, rope q, rope k),
+ * linear position scaling, per-pair frequency factors (Llama 3.1's rope_freqs), YaRN, at
+ * small and large positions (up to 131071); then the model's order (per-head q and k norms, rope q, rope k),
  * which a device may fuse, in every mode.
  */
 
-import type { RopeSpec, StepLayout, Weight } from "../../../src/backend/backend.ts";
+import type { RopeSpec, RopeYarn, StepLayout, Weight } from "../../../src/backend/backend.ts";
 import { GgmlType, ggmlTypeInfo } from "../../../src/gguf/types.ts";
 import { type Both, type Pair, randomF32, source } from "./pair.ts";
 
 /** RoPE angles are computed in f32 (as llama.cpp does): exact to ~2^-24 of the angle. */
 const ROPE_NEAR = 2e-4;
 const ROPE_FAR = 1e-2;
+const ROPE_FARTHEST = 3e-2;
 /** Norm then rope, both in f32. */
 const NORM_ROPE = 2e-4;
 
@@ -21,14 +22,26 @@ export interface RopeCase {
   base: number;
   freqScale: number;
   factors: boolean;
+  yarn: RopeYarn | null;
 }
 
+/** Qwen3's YaRN (base 1e6, factor 4 over 32768) for 128-wide heads, as llama.cpp sets it. */
+const QWEN3_YARN: RopeYarn = { extFactor: 1, low: 23, high: 40, mscale: Math.fround(1.1386294) };
+
 export const ROPE_CASES: readonly RopeCase[] = [
-  { style: "neox", base: 1e6, freqScale: 1, factors: false },
-  { style: "norm", base: 1e4, freqScale: 1, factors: false },
-  { style: "norm", base: 5e5, freqScale: 1, factors: true },
-  { style: "neox", base: 1e6, freqScale: 0.125, factors: false },
-  { style: "neox", base: 1e4, freqScale: 0.25, factors: true },
+  { style: "neox", base: 1e6, freqScale: 1, factors: false, yarn: null },
+  { style: "norm", base: 1e4, freqScale: 1, factors: false, yarn: null },
+  { style: "norm", base: 5e5, freqScale: 1, factors: true, yarn: null },
+  { style: "neox", base: 1e6, freqScale: 0.125, factors: false, yarn: null },
+  { style: "neox", base: 1e4, freqScale: 0.25, factors: true, yarn: null },
+  { style: "neox", base: 1e6, freqScale: 0.25, factors: false, yarn: QWEN3_YARN },
+  {
+    style: "norm",
+    base: 5e5,
+    freqScale: 0.125,
+    factors: true,
+    yarn: { extFactor: 0.5, low: 3, high: 9, mscale: 1.2 },
+  },
 ];
 
 /** Frequency factors for heads of `dim` as an F32 row: 1 for the fast pairs, up to 8. */
@@ -42,7 +55,7 @@ function factorWeight(pair: Pair, dim: number): Both<Weight> {
 /** The case's spec on each backend, for heads of `dim`. */
 export function ropeSpecs(pair: Pair, c: RopeCase, dim: number): Both<RopeSpec> {
   const f = c.factors ? factorWeight(pair, dim) : null;
-  const spec = { style: c.style, base: c.base, freqScale: c.freqScale };
+  const spec = { style: c.style, base: c.base, freqScale: c.freqScale, yarn: c.yarn };
   return {
     dev: { ...spec, freqFactors: f?.dev ?? null },
     ref: { ...spec, freqFactors: f?.ref ?? null },
@@ -50,13 +63,18 @@ export function ropeSpecs(pair: Pair, c: RopeCase, dim: number): Both<RopeSpec> 
 }
 
 function describe(c: RopeCase): string {
-  return `${c.style} base ${c.base} scale ${c.freqScale}${c.factors ? " with factors" : ""}`;
+  const yarn = c.yarn ? ` yarn ${JSON.stringify(c.yarn)}` : "";
+  return `${c.style} base ${c.base} scale ${c.freqScale}${c.factors ? " with factors" : ""}${yarn}`;
 }
 
 export function checkRope(pair: Pair): void {
+  // Positions sampled up to 128k (YaRN's reach for Qwen3): an f32 angle there is exact to
+  // ~2^-24 of 131071, and the device computes it another way than the reference.
+  const far = Array.from({ length: 6 }, () => pair.rng.int(131072));
   const sets: Array<[number[], number]> = [
     [[0, 7, 1234, 2047, 3], ROPE_NEAR],
     [[40000, 40961, 9], ROPE_FAR],
+    [[131071, 98304, 65537, ...far], ROPE_FARTHEST],
   ];
   for (const c of ROPE_CASES) {
     for (const [heads, dim] of [[3, 64], [2, 128], [5, 32]]) {
