@@ -110,7 +110,7 @@ int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type
 
 int64_t nk_attend_scratch_floats(const nk_attn *a) {
   const int64_t r = nk_attn_tile_tokens(a) * (a->n_heads / a->n_kv_heads);
-  return 2 * r * a->head_dim + r * NK_ATTN_TILE + 2 * r + 2 * NK_ATTN_TILE * a->head_dim;
+  return 2 * r * a->head_dim + r * NK_ATTN_TILE + 2 * r + NK_ATTN_TILE * a->head_dim;
 }
 
 typedef struct {

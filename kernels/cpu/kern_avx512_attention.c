@@ -19,8 +19,27 @@
 /* Query rows whose scores stay in registers (4 accumulators each) through a K tile. */
 #define ROWS_PER_BLOCK 6
 
-static inline __m512 load16(const void *row, int64_t i, int f16) {
-  if (f16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)));
+/* Sixteen values [i, i + 16) of a cache row of kv type `type` as f32: f16 converted in
+ * place, a quantized block's half (ints times its scale) decoded in registers, so a decode
+ * step reads each cache byte once and writes nothing back. */
+static inline __m512 load16(const void *row, int64_t i, int type) {
+  if (type == NK_F16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)));
+  }
+  if (type == NK_Q8_0) {
+    const nk_block_q8_0 *b = (const nk_block_q8_0 *)row + (i >> 5);
+    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + (i & 31))));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(b->d)));
+  }
+  if (type == NK_Q4_0) {
+    const nk_block_q4_0 *b = (const nk_block_q4_0 *)row + (i >> 5);
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b->qs));
+    /* Values 0-15 are the low nibbles, 16-31 the high ones, both biased by 8. */
+    const __m512i q = (i & 16) ? _mm512_srli_epi32(bytes, 4)
+                               : _mm512_and_si512(bytes, _mm512_set1_epi32(0xF));
+    const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(8)));
+    return _mm512_mul_ps(v, _mm512_set1_ps(_cvtsh_ss(b->d)));
+  }
   return _mm512_loadu_ps((const float *)row + i);
 }
 
@@ -43,16 +62,16 @@ static void tile_rows(const nk_attn *a, const void *cache, int64_t p0, int64_t n
  * sixteen-value chunks per row. */
 static inline __attribute__((always_inline)) void scores16(const float *q, int64_t g_n,
                                                            const void *const *rows, const int nd,
-                                                           int f16, float scale, float *out) {
+                                                           int type, float scale, float *out) {
   for (int64_t g = 0; g < g_n; g++) {
     __m512 qv[MAX_DIM / 16], p[16];
 #pragma GCC unroll 16
     for (int c = 0; c < nd; c++) qv[c] = _mm512_loadu_ps(q + g * nd * 16 + 16 * c);
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) {
-      p[j] = _mm512_mul_ps(qv[0], load16(rows[j], 0, f16));
+      p[j] = _mm512_mul_ps(qv[0], load16(rows[j], 0, type));
 #pragma GCC unroll 16
-      for (int c = 1; c < nd; c++) p[j] = _mm512_fmadd_ps(qv[c], load16(rows[j], 16 * c, f16), p[j]);
+      for (int c = 1; c < nd; c++) p[j] = _mm512_fmadd_ps(qv[c], load16(rows[j], 16 * c, type), p[j]);
     }
     _mm512_storeu_ps(out + g * NK_ATTN_TILE, _mm512_mul_ps(nk_sum16_ps(p), _mm512_set1_ps(scale)));
   }
@@ -60,19 +79,19 @@ static inline __attribute__((always_inline)) void scores16(const float *q, int64
 
 /* scores[g][j] = scale * q_g . k_j for the tile's rows. */
 static void tile_scores(const float *q, int64_t g_n, int64_t d, const void **rows, int64_t n,
-                        int f16, float scale, float *scores) {
+                        int type, float scale, float *scores) {
   for (int64_t j = n; j < nk_round_up(n, 16); j++) rows[j] = rows[0];
   for (int64_t j0 = 0; j0 < n; j0 += 16) {
     switch (d / 16) {
-      case 2: scores16(q, g_n, rows + j0, 2, f16, scale, scores + j0); break;
-      case 4: scores16(q, g_n, rows + j0, 4, f16, scale, scores + j0); break;
-      case 8: scores16(q, g_n, rows + j0, 8, f16, scale, scores + j0); break;
+      case 2: scores16(q, g_n, rows + j0, 2, type, scale, scores + j0); break;
+      case 4: scores16(q, g_n, rows + j0, 4, type, scale, scores + j0); break;
+      case 8: scores16(q, g_n, rows + j0, 8, type, scale, scores + j0); break;
       default: {
         for (int64_t j = j0; j < j0 + 16; j++) {
           for (int64_t g = 0; g < g_n; g++) {
             __m512 acc = _mm512_setzero_ps();
             for (int64_t c = 0; c < d; c += 16)
-              acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * d + c), load16(rows[j], c, f16), acc);
+              acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * d + c), load16(rows[j], c, type), acc);
             scores[g * NK_ATTN_TILE + j] = _mm512_reduce_add_ps(acc) * scale;
           }
         }
@@ -84,13 +103,13 @@ static void tile_scores(const float *q, int64_t g_n, int64_t d, const void **row
 /* kt[i][j] = k_j[i] for the tile's positions, 0 past its n: with K transposed one FMA takes
  * a query value against sixteen positions, so the scores need no horizontal sums. A 16 x 16
  * block goes through registers in four rounds of shuffles. */
-static void tile_transpose(const void *const *rows, int64_t n, int64_t d, int f16, float *kt) {
+static void tile_transpose(const void *const *rows, int64_t n, int64_t d, int type, float *kt) {
   for (int64_t j0 = 0; j0 < NK_ATTN_TILE; j0 += 16) {
     for (int64_t c = 0; c < d; c += 16) {
       __m512 r[16], t[16], u[16];
 #pragma GCC unroll 16
       for (int j = 0; j < 16; j++) {
-        r[j] = j0 + j < n ? load16(rows[j0 + j], c, f16) : _mm512_setzero_ps();
+        r[j] = j0 + j < n ? load16(rows[j0 + j], c, type) : _mm512_setzero_ps();
       }
 #pragma GCC unroll 8
       for (int i = 0; i < 8; i++) {
@@ -198,7 +217,7 @@ static float tile_softmax(float *s, int64_t n, float *run_max, float *run_sum) {
 /* acc[g][0, d) += sum_j p[g][j] * v_j for heads [g0, g0 + gn), gn <= HEADS_PER_PASS. */
 static inline __attribute__((always_inline)) void tile_values(float *acc, const float *p,
                                                               const void *const *rows, int64_t n,
-                                                              int64_t d, int f16, int64_t g0,
+                                                              int64_t d, int type, int64_t g0,
                                                               const int gn) {
   for (int64_t c = 0; c < d; c += 64) {
     const int w = d - c >= 64 ? 4 : (int)((d - c) / 16);
@@ -213,7 +232,7 @@ static inline __attribute__((always_inline)) void tile_values(float *acc, const 
     for (int64_t j = 0; j < n; j++) {
       __m512 v[4];
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) v[i] = i < w ? load16(rows[j], c + 16 * i, f16) : _mm512_setzero_ps();
+      for (int i = 0; i < 4; i++) v[i] = i < w ? load16(rows[j], c + 16 * i, type) : _mm512_setzero_ps();
 #pragma GCC unroll 4
       for (int g = 0; g < gn; g++) {
         const __m512 pj = _mm512_set1_ps(p[(g0 + g) * NK_ATTN_TILE + j]);
@@ -231,42 +250,11 @@ static inline __attribute__((always_inline)) void tile_values(float *acc, const 
   }
 }
 
-/* Sixteen values of a q8_0 block's int8 at q, times d. */
-static inline __m512 q8_16(const int8_t *q, __m512 d) {
-  const __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q));
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(v), d);
-}
-
-/* A q4_0 block's 32 values times its scale: the low nibbles are values 0-15, the high ones
- * 16-31, both stored with a bias of 8. */
-static inline void q4_32(const nk_block_q4_0 *b, float *out) {
-  const __m512 d = _mm512_set1_ps(nk_f16_to_f32_1(b->d));
-  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b->qs));
-  const __m512i eight = _mm512_set1_epi32(8), low = _mm512_set1_epi32(0xF);
-  const __m512i lo = _mm512_sub_epi32(_mm512_and_si512(bytes, low), eight);
-  const __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(bytes, 4), eight);
-  _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
-  _mm512_storeu_ps(out + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
-}
-
-/* rows[0, n) of kv type `type` (f16 or quantized) as f32 in buf, rows then pointing there. */
+/* rows[0, n) of kv type `type` as f32 in buf, rows then pointing there. */
 static void tile_f32(const void **rows, int64_t n, int64_t d, int32_t type, float *buf) {
   for (int64_t j = 0; j < n; j++) {
-    float *out = buf + j * d;
-    if (type == NK_F16) {
-      for (int64_t i = 0; i < d; i += 16) _mm512_storeu_ps(out + i, load16(rows[j], i, 1));
-    } else if (type == NK_Q8_0) {
-      const nk_block_q8_0 *b = rows[j];
-      for (int64_t i = 0; i < d / 32; i++) {
-        const __m512 s = _mm512_set1_ps(nk_f16_to_f32_1(b[i].d));
-        _mm512_storeu_ps(out + 32 * i, q8_16(b[i].qs, s));
-        _mm512_storeu_ps(out + 32 * i + 16, q8_16(b[i].qs + 16, s));
-      }
-    } else {
-      const nk_block_q4_0 *b = rows[j];
-      for (int64_t i = 0; i < d / 32; i++) q4_32(b + i, out + 32 * i);
-    }
-    rows[j] = out;
+    for (int64_t i = 0; i < d; i += 16) _mm512_storeu_ps(buf + j * d + i, load16(rows[j], i, type));
+    rows[j] = buf + j * d;
   }
 }
 
@@ -274,10 +262,6 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
   const int64_t d = a->head_dim;
   const int64_t g_n = a->n_heads / a->n_kv_heads, n_rows = nt * g_n;
   if (d % 16 != 0 || d > MAX_DIM) return 0;
-  /* Quantized rows are converted a tile at a time; f16 ones are read in place where that
-   * saves a pass. */
-  const int quantized = nk_kv_quantized(a->kv_type);
-  const int f16 = a->kv_type == NK_F16;
   const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
   float *acc = scratch;
   float *scores = acc + n_rows * d;
@@ -285,8 +269,6 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
   float *run_sum = run_max + n_rows;
   float *q = run_sum + n_rows;
   float *kbuf = q + n_rows * d;
-  /* A quantized K tile as f32 (the transposition reads it into kbuf). */
-  float *kq = kbuf + NK_ATTN_TILE * d;
   const void *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
   int64_t len = 0, start = INT64_MAX;
   /* Row r is head r % g_n of token t0 + r / g_n: the group's heads are adjacent in q. */
@@ -308,12 +290,11 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
     /* Past a decode group's rows, one transposition of the tile (converting f16 once
      * instead of per FMA) costs less than the horizontal sums it saves. */
     const int gemm = n_rows > HEADS_PER_PASS;
-    if (quantized) tile_f32(krows, n, d, a->kv_type, kq);
     if (gemm) {
-      tile_transpose(krows, n, d, f16, kbuf);
+      tile_transpose(krows, n, d, a->kv_type, kbuf);
       gemm_scores(q, n_rows, d, kbuf, a->scale, scores);
     } else {
-      tile_scores(q, n_rows, d, krows, n, f16, a->scale, scores);
+      tile_scores(q, n_rows, d, krows, n, a->kv_type, a->scale, scores);
     }
     /* Positions a row does not see (past its token, before its window) weigh 0, so one
      * pass over the V rows serves all rows. */
@@ -330,9 +311,10 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
       for (int64_t j = 0; j < lo; j++) s[j] = 0.0f;
       for (int64_t j = hi; j < n; j++) s[j] = 0.0f;
     }
-    /* K is spent: its buffer takes V as f32, converted once for all rows. */
-    const int v16 = f16 && !gemm;
-    if (quantized || (f16 && gemm)) tile_f32(vrows, n, d, a->kv_type, kbuf);
+    /* For many rows the transposed K is spent: its buffer takes V as f32, converted once
+     * for all of them; a decode group's few rows read V in place. */
+    const int vtype = gemm ? NK_F32 : a->kv_type;
+    if (gemm && a->kv_type != NK_F32) tile_f32(vrows, n, d, a->kv_type, kbuf);
     for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
       const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
       int64_t m = 0;
@@ -342,10 +324,10 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
         m = hi > m ? hi : m;
       }
       switch (gn) {
-        case 1: tile_values(acc, scores, vrows, m, d, v16, g0, 1); break;
-        case 2: tile_values(acc, scores, vrows, m, d, v16, g0, 2); break;
-        case 3: tile_values(acc, scores, vrows, m, d, v16, g0, 3); break;
-        default: tile_values(acc, scores, vrows, m, d, v16, g0, 4); break;
+        case 1: tile_values(acc, scores, vrows, m, d, vtype, g0, 1); break;
+        case 2: tile_values(acc, scores, vrows, m, d, vtype, g0, 2); break;
+        case 3: tile_values(acc, scores, vrows, m, d, vtype, g0, 3); break;
+        default: tile_values(acc, scores, vrows, m, d, vtype, g0, 4); break;
       }
     }
   }

@@ -1,19 +1,21 @@
 /*
- * The quantized KV cache types, q8_0 and q4_0: rows quantized as ggml's reference
- * quantizers do (quantize_row_q8_0_ref, quantize_row_q4_0_ref in ggml-quants.c), so a cache
- * written here holds the bytes llama.cpp's -ctk/-ctv would. Reading goes through the
+ * The quantized KV cache types, q8_0 and q4_0: rows quantized as llama.cpp's CPU backend
+ * quantizes them (ggml's x86 quantize_row_q8_0; quantize_row_q4_0_ref), so a cache written
+ * here holds the bytes llama.cpp's -ctk/-ctv would. Reading goes through the
  * dequantizers the weights use (dequant_ref.c) or the attention kernels' own.
  */
 #include <math.h>
 
 #include "nk_internal.h"
 
+/* As ggml's x86 quantize_row_q8_0 (what llama.cpp's CPU backend writes a q8_0 cache and
+ * a dot product's q8_0 side with): 127 / amax as the multiplier, halves to even. */
 static void q8_0_block(const float *x, nk_block_q8_0 *y) {
   float amax = 0.0f;
   for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
-  const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
   y->d = nk_f32_to_f16_1(d);
-  for (int j = 0; j < 32; j++) y->qs[j] = (int8_t)roundf(x[j] * id);
+  for (int j = 0; j < 32; j++) y->qs[j] = (int8_t)nearbyintf(x[j] * id);
 }
 
 static void q4_0_block(const float *x, nk_block_q4_0 *y) {

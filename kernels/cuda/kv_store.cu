@@ -57,12 +57,13 @@ __device__ __forceinline__ void st_u16(uint8_t *p, uint16_t v) {
   *(uint16_t *)p = v;
 }
 
-/* q8_0: d = amax / 127, value x as roundf(x / d), computed as x * (1 / d). */
+/* q8_0 as llama.cpp's CPU backend writes it (ggml's x86 quantize_row_q8_0): d = amax / 127,
+ * value x as x * (127 / amax) rounded half to even. */
 __device__ __forceinline__ void quantize_q8_0(uint8_t *block, float x, int lane) {
   const float amax = warp_max(fabsf(x));
-  const float d = __fdiv_rn(amax, 127.0f), id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  const float d = __fdiv_rn(amax, 127.0f), id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
   if (lane == 0) st_u16(block, f32_to_f16(d));
-  block[2 + lane] = (uint8_t)(int8_t)roundf(__fmul_rn(x, id));
+  block[2 + lane] = (uint8_t)(int8_t)rintf(__fmul_rn(x, id));
 }
 
 /* q4_0: the signed value of largest magnitude (the first one, on a tie) maps to -8. */
@@ -133,7 +134,7 @@ extern "C" __global__ void q8_0_round(float *dst, const float *src, int n) {
   if (32 * b >= n) return;
   const float x = src[32 * b + lane];
   const float amax = warp_max(fabsf(x));
-  const float d = __fdiv_rn(amax, 127.0f), id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-  dst[32 * b + lane] = __fmul_rn(roundf(__fmul_rn(x, id)), f16_to_f32(f32_to_f16(d)));
+  const float d = __fdiv_rn(amax, 127.0f), id = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+  dst[32 * b + lane] = __fmul_rn(rintf(__fmul_rn(x, id)), f16_to_f32(f32_to_f16(d)));
 }
 EXPORT_KERNEL(q8_0_round)

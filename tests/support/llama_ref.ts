@@ -252,6 +252,35 @@ export class LlamaModel {
   }
 
   /**
+   * llama-bench's -d: the cache filled with `depth` (untimed), then seconds to evaluate
+   * `pp` in one batch after it, and (the positions past the depth dropped) seconds to
+   * generate `tg` tokens greedily one at a time after it.
+   */
+  atDepth(depth: readonly number[], pp: readonly number[], tg: number): {
+    ppSeconds: number;
+    tgSeconds: number;
+  } {
+    const ctx = this.#fresh("logits", [...depth, ...pp], tg);
+    if (depth.length > 0) this.#decode(ctx, depth, 0, false);
+    const seconds = (fn: () => void): number => {
+      const t0 = performance.now();
+      fn();
+      return (performance.now() - t0) / 1000;
+    };
+    const ppSeconds = seconds(() => this.#decode(ctx, pp, depth.length, false));
+    this.#sym.llama_memory_seq_rm(this.#sym.llama_get_memory(ctx), 0, depth.length, -1);
+    let next = pp[0];
+    const tgSeconds = seconds(() => {
+      for (let i = 0; i < tg; i++) {
+        this.#decode(ctx, [next], depth.length + i, false);
+        next =
+          argmaxMargin(floats(this.#sym.llama_get_logits_ith(ctx, -1), this.nVocab, "logits")).id;
+      }
+    });
+    return { ppSeconds, tgSeconds };
+  }
+
+  /**
    * The embedding of `tokens` pooled by `pooling` (llama_get_embeddings_seq), or with
    * "none" the last position's: the final hidden state after the output norm. By default
    * the model's own pooling type, which for a generative model is none. Rank pooling gives

@@ -1,7 +1,7 @@
 /**
- * ggml's reference quantizers for the KV cache types (quantize_row_q8_0_ref and
- * quantize_row_q4_0_ref in ggml-quants.c), in f32 arithmetic as the C does it: the oracle
- * for what a quantized cache holds, byte for byte.
+ * The KV cache types' quantizers as llama.cpp's CPU backend runs them (ggml's x86
+ * quantize_row_q8_0, and quantize_row_q4_0_ref), in f32 arithmetic as the C does it: the
+ * oracle for what a quantized cache holds, byte for byte.
  */
 
 import { f32ToF16 } from "../../gguf/mod.ts";
@@ -17,9 +17,11 @@ export const KV_BLOCK_BYTES: Record<KvQuant, number> = { q8_0: 34, q4_0: 18 };
 
 const f = Math.fround;
 
-/** C's roundf: halves away from zero. */
-function roundAway(x: number): number {
-  return Math.sign(x) * Math.floor(Math.abs(x) + 0.5);
+/** Nearest integer, halves to even (the x86 rounding ggml's q8_0 quantizer uses). */
+function roundEven(x: number): number {
+  const f = Math.floor(x), rest = x - f;
+  if (rest !== 0.5) return rest < 0.5 ? f : f + 1;
+  return f % 2 === 0 ? f : f + 1;
 }
 
 /** The blocks of `x` (a multiple of 32 values). */
@@ -34,11 +36,12 @@ export function quantizeRow(type: KvQuant, x: Float32Array): Uint8Array {
       if (amax < Math.abs(e)) [amax, max] = [Math.abs(e), e];
     }
     const d = type === "q8_0" ? f(amax / 127) : f(max / -8);
-    const id = d !== 0 ? f(1 / d) : 0;
+    // q8_0 as ggml's x86 quantize_row_q8_0 (127 / amax); q4_0 as its reference (1 / d).
+    const id = type === "q8_0" ? (amax !== 0 ? f(127 / amax) : 0) : d !== 0 ? f(1 / d) : 0;
     view.setUint16(b * bytes, f32ToF16(d), true);
     for (let j = 0; j < (type === "q8_0" ? 32 : 16); j++) {
       if (type === "q8_0") {
-        view.setInt8(b * bytes + 2 + j, roundAway(f(v[j] * id)));
+        view.setInt8(b * bytes + 2 + j, roundEven(f(v[j] * id)));
       } else {
         const lo = Math.min(15, Math.trunc(f(f(v[j] * id) + 8.5)));
         const hi = Math.min(15, Math.trunc(f(f(v[16 + j] * id) + 8.5)));

@@ -151,6 +151,7 @@ export const SYMBOLS = {
   llama_pooling_type: { parameters: ["pointer"], result: "i32" },
   llama_get_memory: { parameters: ["pointer"], result: "pointer" },
   llama_memory_clear: { parameters: ["pointer", "bool"], result: "void" },
+  llama_memory_seq_rm: { parameters: ["pointer", "i32", "i32", "i32"], result: "bool" },
   llama_decode: { parameters: ["pointer", BATCH], result: "i32", callback: true },
   llama_get_logits_ith: { parameters: ["pointer", "i32"], result: "pointer" },
   llama_get_embeddings_ith: { parameters: ["pointer", "i32"], result: "pointer" },
