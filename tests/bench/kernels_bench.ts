@@ -22,7 +22,7 @@ import {
   Rng,
 } from "../../src/gguf/mod.ts";
 import { QWEN3_SHAPES, qwen3TensorPlan } from "../../src/models/qwen3_synthetic.ts";
-import { formatSweep, rowsSweep } from "./rows_sweep.ts";
+import { formatModelSteps, formatSweep, modelStepSweep, rowsSweep } from "./rows_sweep.ts";
 
 const ALL_TYPES = DEQUANTIZABLE_TYPES.map((t) => t.name);
 const MATMAT_TYPES = ["Q8_0", "Q4_K", "Q6_K", "F16"];
@@ -135,21 +135,39 @@ function matmatTokS(pool: Pool, type: GgmlTypeInfo, rows: number, cols: number, 
 const pad = (s: string | number, n: number) => String(s).padStart(n);
 const maxThreads = Math.max(...threadCounts);
 
+/** The matrices of a Qwen3-0.6B file, as a forward pass multiplies them. */
+function modelPlan(quant: "q8_0" | "q4_k_m") {
+  const hp = QWEN3_SHAPES["qwen3-0.6b"];
+  return qwen3TensorPlan(hp, quant)
+    .filter((t) => t.ne.length === 2 && (t.name !== "token_embd.weight" || hp.tiedOutput))
+    .map((t) => ({ type: t.type, rows: t.ne[1], cols: t.ne[0] }));
+}
+
 const sweepPool = k.createPool(maxThreads);
-const sweep = rowsSweep({
+const sweepInput = {
   k,
   pool: sweepPool,
   types: types.filter((t) => SWEEP_TYPES.includes(t.name)),
   rowCounts: args.values.rows.split(",").map(Number),
   weights,
   activations: randomActivations,
-});
+};
+const sweep = rowsSweep(sweepInput);
+const steps = {
+  q8_0: modelStepSweep(sweepInput, modelPlan("q8_0")),
+  q4_k_m: modelStepSweep(sweepInput, modelPlan("q4_k_m")),
+};
 sweepPool.destroy();
+const sweepLines = (): string[] => [
+  ...formatSweep(sweep, maxThreads),
+  ...formatModelSteps("Q8_0", steps.q8_0, maxThreads),
+  ...formatModelSteps("Q4_K_M", steps.q4_k_m, maxThreads),
+];
 if (args.values["sweep-only"]) {
   if (args.values.json) {
-    console.log(JSON.stringify({ rows_sweep: sweep }));
+    console.log(JSON.stringify({ rows_sweep: sweep, step_products: steps }));
   } else {
-    for (const line of formatSweep(sweep, maxThreads)) log(line);
+    for (const line of sweepLines()) log(line);
   }
   Deno.exit(0);
 }
@@ -231,6 +249,7 @@ if (args.values.json) {
     matmat_tok_s: matmat,
     decode_estimate: estimates,
     rows_sweep: sweep,
+    step_products: steps,
   }));
 } else {
   for (const t of threadCounts) {
@@ -270,5 +289,5 @@ if (args.values.json) {
         `MB/token, ${(100 * e.efficiency).toFixed(0)}% of bandwidth`,
     );
   }
-  for (const line of formatSweep(sweep, maxThreads)) log(line);
+  for (const line of sweepLines()) log(line);
 }
