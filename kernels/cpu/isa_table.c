@@ -12,15 +12,14 @@
 #define PANEL_ROWS 0
 #endif
 
-/* Where packing a panel starts to pay for itself, measured with whole-model forwards on
- * the 2-core Sapphire Rapids VM: below it, passes of four tokens over the streamed weights
- * are faster. AVX-512 unpacks Q4_K, Q6_K and Q8_0 by fused kernels at a fraction of the
- * generic cost, and Q8_0 streams twice the bytes per weight of Q4_K. */
+/* Where packing a panel starts to pay for itself: below it, passes of row_tokens tokens
+ * over the streamed weights are faster. Measured on the 2-core AMD EPYC (Zen 4) VM with the
+ * kernel bench's Qwen3-0.6B step products (tests/bench/rows_sweep.ts): with AVX-512's row
+ * passes of up to eight tokens, Q8_0 and Q4_K_M steps of 5-8 rows cost 15-45% less by rows
+ * than by panels, whose packing is most of a product's cost below a few dozen tokens; at
+ * nine tokens the two are even (two row passes). The other levels' passes take four, and
+ * the same threshold was measured for them before. */
 static int32_t pack_min_tokens(int32_t type) {
-#if defined(__AVX512F__)
-  if (type == NK_Q4_K || type == NK_Q6_K) return 5;
-  if (type == NK_Q8_0) return 8;
-#endif
   (void)type;
   return 9;
 }
@@ -28,6 +27,11 @@ static int32_t pack_min_tokens(int32_t type) {
 const nk_isa_ops NK_TABLE = {
     .panel_rows = PANEL_ROWS,
     .pack_min_tokens = pack_min_tokens,
+#if defined(__AVX512F__)
+    .row_tokens = NK_ROW_TOKENS_WIDE,
+#else
+    .row_tokens = NK_ROW_TOKENS,
+#endif
     .quantize_act = NK_FN(nk_quantize_act),
     .quantize_act_k = NK_FN(nk_quantize_act_k),
     .unpack = NK_FN(nk_unpack),

@@ -61,7 +61,18 @@ static inline __attribute__((always_inline)) void qdot_row(const nk_mm *mm, int6
   for (int j = 0; j < nt; j++) mm->y[(t0 + j) * mm->rows + r] = _mm512_reduce_add_ps(acc[j]);
 }
 
+/* The kernels that take up to NK_ROW_TOKENS_WIDE tokens in one pass; the others take
+ * NK_ROW_TOKENS at a time. */
+static int wide_rows(const nk_mm *mm) {
+  return mm->type == NK_Q8_0 || (mm->act.dk && (mm->type == NK_Q4_K || mm->type == NK_Q6_K));
+}
+
 void nk_qdot_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
+  if (nt > NK_ROW_TOKENS && !wide_rows(mm)) {
+    nk_qdot_rows_avx512(mm, r0, r1, t0, NK_ROW_TOKENS);
+    nk_qdot_rows_avx512(mm, r0, r1, t0 + NK_ROW_TOKENS, nt - NK_ROW_TOKENS);
+    return;
+  }
   if (nk_qdot_q8k_avx512(mm, r0, r1, t0, nt) || nk_qdot_fused_avx512(mm, r0, r1, t0, nt) ||
       nk_qdot_legacy_avx512(mm, r0, r1, t0, nt)) {
     return;

@@ -16,7 +16,8 @@ static inline __m512i quad_index(int k) {
                           4 * k, 4 * k, 4 * k);
 }
 
-/* Q8_0: sum_b d_b * (dx_b * sum((q + 128) * x) - 128 * s_b), s_b = dx_b * sum(x). */
+/* Q8_0: sum_b d_b * (dx_b * sum((q + 128) * x) - 128 * s_b), s_b = dx_b * sum(x); up to
+ * NK_ROW_TOKENS_WIDE tokens. */
 static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int64_t r, int64_t t0,
                                                            const int nt) {
   const int64_t kp = mm->kp, nb = mm->cols / 32;
@@ -25,18 +26,18 @@ static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int6
   const __m512i offsets =
       _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                          _mm512_set1_epi32(34));
-  __m512 acc[4][2], corr[4];
-#pragma GCC unroll 4
+  __m512 acc[NK_ROW_TOKENS_WIDE][2], corr[NK_ROW_TOKENS_WIDE];
+#pragma GCC unroll 8
   for (int j = 0; j < nt; j++) acc[j][0] = acc[j][1] = corr[j] = _mm512_setzero_ps();
-  float tail[4] = {0, 0, 0, 0};
+  float tail[NK_ROW_TOKENS_WIDE] = {0};
   int64_t b = 0;
   for (; b + 16 <= nb; b += 16) {
     const uint8_t *blk = row + b * 34;
     nk_prefetch_ahead(mm, blk, 16 * 34);
     const __m512i dbits = _mm512_i32gather_epi32(offsets, blk, 1);
     const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dbits));
-    __m512 sc[4];
-#pragma GCC unroll 4
+    __m512 sc[NK_ROW_TOKENS_WIDE];
+#pragma GCC unroll 8
     for (int j = 0; j < nt; j++) {
       const int64_t t = t0 + j;
       sc[j] = _mm512_mul_ps(dw, _mm512_loadu_ps(mm->act.d32 + t * (kp / 32) + b));
@@ -49,12 +50,15 @@ static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int6
       const __m512i u =
           _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1), flip);
       const __m512i idx = nk_pair_index(k);
-#pragma GCC unroll 4
+      /* Two sums per token hide the multiply-add latency; from five tokens on, the tokens
+       * do, and registers are short. */
+      const int odd = nt <= NK_ROW_TOKENS ? k & 1 : 0;
+#pragma GCC unroll 8
       for (int j = 0; j < nt; j++) {
         const int8_t *xq = mm->act.q + (t0 + j) * kp + (b + 2 * k) * 32;
         const __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(xq));
-        acc[j][k & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_permutexvar_ps(idx, sc[j]),
-                                        acc[j][k & 1]);
+        acc[j][odd] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_permutexvar_ps(idx, sc[j]),
+                                      acc[j][odd]);
       }
     }
   }
@@ -63,7 +67,7 @@ static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int6
     const float d = nk_f16_at(blk);
     const __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)),
                                        _mm256_set1_epi8((char)0x80));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < nt; j++) {
       const int64_t t = t0 + j;
       const __m256i x = _mm256_loadu_si256((const __m256i *)(mm->act.q + t * kp + b * 32));
@@ -76,7 +80,7 @@ static inline __attribute__((always_inline)) void q8_0_row(const nk_mm *mm, int6
                       128.0f * mm->act.s32[t * (kp / 32) + b]);
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int j = 0; j < nt; j++) {
     mm->y[(t0 + j) * mm->rows + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[j][0], acc[j][1])) -
                                      128.0f * _mm512_reduce_add_ps(corr[j]) + tail[j];
@@ -354,9 +358,23 @@ int nk_unpack_fused_avx512(const nk_mm *mm, const uint8_t *row, int64_t ch, nk_c
     }                                   \
   }
 
+#define FUSED_ROWS_WIDE(fn)             \
+  for (int64_t r = r0; r < r1; r++) {   \
+    switch (nt) {                       \
+      case 1: fn(mm, r, t0, 1); break;  \
+      case 2: fn(mm, r, t0, 2); break;  \
+      case 3: fn(mm, r, t0, 3); break;  \
+      case 4: fn(mm, r, t0, 4); break;  \
+      case 5: fn(mm, r, t0, 5); break;  \
+      case 6: fn(mm, r, t0, 6); break;  \
+      case 7: fn(mm, r, t0, 7); break;  \
+      default: fn(mm, r, t0, 8); break; \
+    }                                   \
+  }
+
 int nk_qdot_fused_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
   switch (mm->type) {
-    case NK_Q8_0: FUSED_ROWS(q8_0_row) return 1;
+    case NK_Q8_0: FUSED_ROWS_WIDE(q8_0_row) return 1;
     case NK_Q4_K: FUSED_ROWS(q4_k_row) return 1;
     case NK_Q5_K: FUSED_ROWS(q5_k_row) return 1;
     case NK_Q6_K: FUSED_ROWS(q6_k_row) return 1;

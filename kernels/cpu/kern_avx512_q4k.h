@@ -133,7 +133,7 @@ static inline __attribute__((always_inline)) void q4k_group(const nk_mm *mm, con
   const __m512i mins23 = q4k_pick(ix->mins[1], src, 2);
   const __mmask16 live = (__mmask16)((1u << g) - 1);
   const __mmask32 bs_lo = g >= 2 ? 0xFFFFFFFFu : 0xFFFFu, bs_hi = g >= 4 ? 0xFFFFFFFFu : g == 3 ? 0xFFFFu : 0;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int j = 0; j < nt; j++) {
     const int64_t t = t0 + j;
     const __m128 dk = _mm_maskz_loadu_ps(live, mm->act.dk + t * (kp / 256) + i);
@@ -180,8 +180,8 @@ static inline __attribute__((always_inline)) void q4k_row(const nk_mm *mm, const
                                                           int64_t r, int64_t t0, const int nt) {
   const int64_t nsb = mm->cols / 256;
   const uint8_t *row = mm->w + r * mm->row_bytes;
-  __m512 acc[4], macc[4];
-#pragma GCC unroll 4
+  __m512 acc[NK_ROW_TOKENS_WIDE], macc[NK_ROW_TOKENS_WIDE];
+#pragma GCC unroll 8
   for (int j = 0; j < nt; j++) acc[j] = macc[j] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + Q4K_GROUP <= nsb; i += Q4K_GROUP) {
@@ -189,13 +189,13 @@ static inline __attribute__((always_inline)) void q4k_row(const nk_mm *mm, const
     q4k_group(mm, ix, row + i * Q4K_BLOCK, i, Q4K_GROUP, t0, nt, acc, macc);
   }
   if (i < nsb) q4k_group(mm, ix, row + i * Q4K_BLOCK, i, (int)(nsb - i), t0, nt, acc, macc);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int j = 0; j < nt; j++) {
     mm->y[(t0 + j) * mm->rows + r] = _mm512_reduce_add_ps(_mm512_sub_ps(acc[j], macc[j]));
   }
 }
 
-/* Rows [r0, r1) of a Q4_K matrix for tokens [t0, t0 + nt), nt <= 4. */
+/* Rows [r0, r1) of a Q4_K matrix for tokens [t0, t0 + nt), nt <= NK_ROW_TOKENS_WIDE. */
 static inline void q4k_rows(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
   const q4k_index ix = q4k_indexes();
   for (int64_t r = r0; r < r1; r++) {
@@ -203,7 +203,11 @@ static inline void q4k_rows(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0,
       case 1: q4k_row(mm, &ix, r, t0, 1); break;
       case 2: q4k_row(mm, &ix, r, t0, 2); break;
       case 3: q4k_row(mm, &ix, r, t0, 3); break;
-      default: q4k_row(mm, &ix, r, t0, 4); break;
+      case 4: q4k_row(mm, &ix, r, t0, 4); break;
+      case 5: q4k_row(mm, &ix, r, t0, 5); break;
+      case 6: q4k_row(mm, &ix, r, t0, 6); break;
+      case 7: q4k_row(mm, &ix, r, t0, 7); break;
+      default: q4k_row(mm, &ix, r, t0, 8); break;
     }
   }
 }

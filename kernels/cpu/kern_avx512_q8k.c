@@ -27,8 +27,8 @@ static inline __attribute__((always_inline)) void q6k_row(const nk_mm *mm, const
                                                           int64_t r, int64_t t0, const int nt) {
   const int64_t kp = mm->kp, nsb = mm->cols / 256;
   const uint8_t *row = mm->w + r * mm->row_bytes;
-  __m512 acc[4];
-#pragma GCC unroll 4
+  __m512 acc[NK_ROW_TOKENS_WIDE];
+#pragma GCC unroll 8
   for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = row + i * 210;
@@ -39,7 +39,7 @@ static inline __attribute__((always_inline)) void q6k_row(const nk_mm *mm, const
     const float d = nk_f16_at(blk + 208);
     __m512i w[4];
     nk_q6_k_values(blk, w);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < nt; j++) {
       const int64_t t = t0 + j;
       const int8_t *xq = mm->act.q + t * kp + i * 256;
@@ -56,7 +56,7 @@ static inline __attribute__((always_inline)) void q6k_row(const nk_mm *mm, const
                                _mm512_set1_ps(d * mm->act.dk[t * (kp / 256) + i]), acc[j]);
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int j = 0; j < nt; j++) mm->y[(t0 + j) * mm->rows + r] = _mm512_reduce_add_ps(acc[j]);
 }
 
@@ -66,7 +66,11 @@ static inline __attribute__((always_inline)) void q6k_row(const nk_mm *mm, const
       case 1: fn(mm, ix, r, t0, 1); break; \
       case 2: fn(mm, ix, r, t0, 2); break; \
       case 3: fn(mm, ix, r, t0, 3); break; \
-      default: fn(mm, ix, r, t0, 4); break; \
+      case 4: fn(mm, ix, r, t0, 4); break; \
+      case 5: fn(mm, ix, r, t0, 5); break; \
+      case 6: fn(mm, ix, r, t0, 6); break; \
+      case 7: fn(mm, ix, r, t0, 7); break; \
+      default: fn(mm, ix, r, t0, 8); break; \
     }                                      \
   }
 

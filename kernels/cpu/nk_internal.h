@@ -320,7 +320,9 @@ typedef struct {
   /* Token row x (cols values) into the per-256 form of act, as token t (isa_quantize_k.c). */
   void (*quantize_act_k)(const float *x, int64_t cols, const nk_qact *act, int64_t t);
   void (*unpack)(int32_t type, const uint8_t *row, int64_t chunk, int64_t cols, nk_chunk *c);
-  /* Rows [r0, r1) for tokens [t0, t0 + nt), nt <= 4. */
+  /* Rows [r0, r1) for tokens [t0, t0 + nt), nt <= row_tokens (quantized) or
+   * NK_ROW_TOKENS (float). */
+  int32_t row_tokens;
   void (*qdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
   void (*fdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
   /* All tokens for the panel of rows starting at r0. */
@@ -340,8 +342,11 @@ typedef struct {
   uint64_t (*read_words)(const uint8_t *p, int64_t n, int32_t pattern);
 } nk_isa_ops;
 
-/* Tokens the row kernels (qdot_rows / fdot_rows) take at once. */
+/* Tokens the row kernels take at once: fdot_rows, and qdot_rows at most levels. AVX-512's
+ * qdot_rows takes up to NK_ROW_TOKENS_WIDE: a pass of 5-8 tokens (a k = 4..7 speculative
+ * verification, a small decode batch) reads and decodes each weight once instead of twice. */
 #define NK_ROW_TOKENS 4
+#define NK_ROW_TOKENS_WIDE 8
 
 /* Rows [r0, r1) of mm for all its tokens, row by row. `*last` is where the caller's previous
  * rows ended: the kernels prefetch ahead of the rows they compute, so a jump needs a head
@@ -353,9 +358,10 @@ static inline void nk_mm_rows(const nk_isa_ops *ops, const nk_mm *mm, int64_t r0
     for (int64_t o = 0; o < mm->line_ahead; o += 64) __builtin_prefetch(p + o, 0, 3);
   }
   *last = mm->w + r1 * mm->row_bytes;
-  for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += NK_ROW_TOKENS) {
+  const int32_t per = mm->tr->quant ? ops->row_tokens : NK_ROW_TOKENS;
+  for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += per) {
     const int64_t left = mm->n_tokens - t0;
-    const int32_t nt = (int32_t)(left < NK_ROW_TOKENS ? left : NK_ROW_TOKENS);
+    const int32_t nt = (int32_t)(left < per ? left : per);
     if (mm->tr->quant) {
       ops->qdot_rows(mm, r0, r1, t0, nt);
     } else {

@@ -4,8 +4,11 @@
  * decode tokens/s those rates predict for the Qwen3-0.6B Q8_0 and Q4_K_M tensor mixes.
  *
  * Mat-vec weights cycle through enough copies to exceed any cache, so each call streams
- * from memory as a real decode step does. Flags: --types=Q8_0,Q4_K (default: all),
- * --threads=1,2, --json (one object on stdout instead of tables).
+ * from memory as a real decode step does. The rows sweep times products of a few rows of
+ * activations (batched decode, speculative verification) against the same matrix's pp512
+ * rate: its per-row cost should approach the prefill path's. Flags: --types=Q8_0,Q4_K
+ * (default: all), --threads=1,2, --rows=1,2,4,5,8,16,32 (the sweep's row counts),
+ * --sweep-only (the rows sweep alone), --json (one object on stdout instead of tables).
  */
 
 import { parseArgs } from "node:util";
@@ -19,9 +22,12 @@ import {
   Rng,
 } from "../../src/gguf/mod.ts";
 import { QWEN3_SHAPES, qwen3TensorPlan } from "../../src/models/qwen3_synthetic.ts";
+import { formatModelSteps, formatSweep, modelStepSweep, rowsSweep } from "./rows_sweep.ts";
 
 const ALL_TYPES = DEQUANTIZABLE_TYPES.map((t) => t.name);
 const MATMAT_TYPES = ["Q8_0", "Q4_K", "Q6_K", "F16"];
+/** The types of Q8_0 and Q4_K_M files. */
+const SWEEP_TYPES = ["Q8_0", "Q4_K", "Q5_K", "Q6_K"];
 /** [rows, cols]: attention and FFN projections and the vocabulary output of Qwen3-0.6B. */
 const SHAPES: Array<[number, number]> = [
   [1024, 1024],
@@ -40,6 +46,8 @@ const args = parseArgs({
   options: {
     types: { type: "string" },
     threads: { type: "string", default: "1,2" },
+    rows: { type: "string", default: "1,2,4,5,8,16,32" },
+    "sweep-only": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   },
 });
@@ -125,6 +133,44 @@ function matmatTokS(pool: Pool, type: GgmlTypeInfo, rows: number, cols: number, 
 }
 
 const pad = (s: string | number, n: number) => String(s).padStart(n);
+const maxThreads = Math.max(...threadCounts);
+
+/** The matrices of a Qwen3-0.6B file, as a forward pass multiplies them. */
+function modelPlan(quant: "q8_0" | "q4_k_m") {
+  const hp = QWEN3_SHAPES["qwen3-0.6b"];
+  return qwen3TensorPlan(hp, quant)
+    .filter((t) => t.ne.length === 2 && (t.name !== "token_embd.weight" || hp.tiedOutput))
+    .map((t) => ({ type: t.type, rows: t.ne[1], cols: t.ne[0] }));
+}
+
+const sweepPool = k.createPool(maxThreads);
+const sweepInput = {
+  k,
+  pool: sweepPool,
+  types: types.filter((t) => SWEEP_TYPES.includes(t.name)),
+  rowCounts: args.values.rows.split(",").map(Number),
+  weights,
+  activations: randomActivations,
+};
+const sweep = rowsSweep(sweepInput);
+const steps = {
+  q8_0: modelStepSweep(sweepInput, modelPlan("q8_0")),
+  q4_k_m: modelStepSweep(sweepInput, modelPlan("q4_k_m")),
+};
+sweepPool.destroy();
+const sweepLines = (): string[] => [
+  ...formatSweep(sweep, maxThreads),
+  ...formatModelSteps("Q8_0", steps.q8_0, maxThreads),
+  ...formatModelSteps("Q4_K_M", steps.q4_k_m, maxThreads),
+];
+if (args.values["sweep-only"]) {
+  if (args.values.json) {
+    console.log(JSON.stringify({ rows_sweep: sweep, step_products: steps }));
+  } else {
+    for (const line of sweepLines()) log(line);
+  }
+  Deno.exit(0);
+}
 
 /** Best of several passes, before and after the run: a busy neighbour only lowers it. */
 function measureBandwidth(): Record<number, number> {
@@ -153,7 +199,6 @@ for (const type of types) {
 }
 
 const matmat: Record<string, Record<number, number>> = {};
-const maxThreads = Math.max(...threadCounts);
 for (const name of MATMAT_TYPES) {
   const type = ggmlTypeByName(name)!;
   if (!types.includes(type)) continue;
@@ -203,6 +248,8 @@ if (args.values.json) {
     matvec_gbs: matvec,
     matmat_tok_s: matmat,
     decode_estimate: estimates,
+    rows_sweep: sweep,
+    step_products: steps,
   }));
 } else {
   for (const t of threadCounts) {
@@ -242,4 +289,5 @@ if (args.values.json) {
         `MB/token, ${(100 * e.efficiency).toFixed(0)}% of bandwidth`,
     );
   }
+  for (const line of sweepLines()) log(line);
 }

@@ -17,8 +17,10 @@ import { assert, assertEquals } from "../../../tests/support/assert.ts";
 import { dequantize, ggmlTypeByName, randomBlocks, Rng } from "../../gguf/mod.ts";
 import { randomF32, relError, testKernels } from "../../../tests/support/cpu_kernels.ts";
 
-/** Around each type's panel threshold (nk_isa_ops.pack_min_tokens) and past a tile. */
-const TOKEN_COUNTS = [1, 2, 3, 4, 5, 7, 8, 9, 33, 130];
+/** Around each type's panel threshold (nk_isa_ops.pack_min_tokens), the small batches of
+ * batched decode and speculative verification (16, 17, 32 rows: panel tiles of 6 tokens with
+ * remainders) and past a tile. */
+const TOKEN_COUNTS = [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32, 33, 130];
 const MAX_TOKENS = 130;
 
 interface Case {
