@@ -260,7 +260,7 @@ export class LlamaModel {
     ppSeconds: number;
     tgSeconds: number;
   } {
-    const ctx = this.#fresh("logits", [...depth, ...pp], tg);
+    const ctx = this.#fresh("logits", [...depth, ...pp], Math.max(0, tg - pp.length));
     if (depth.length > 0) this.#decode(ctx, depth, 0, false);
     const seconds = (fn: () => void): number => {
       const t0 = performance.now();

@@ -81,6 +81,9 @@ class CpuActivation implements Activation {
   }
 }
 
+/** Transparent huge pages' size. */
+const HUGE_PAGE_BYTES = 2 * 1024 * 1024;
+
 class CpuKvCache implements KvCache {
   readonly layout: KvLayout;
   readonly bytes: number;
@@ -221,8 +224,12 @@ export class CpuBackend implements Backend, BandwidthProbe {
       headDim: spec.headDim,
     };
     const bytes = kvLayoutBytes(layout);
+    // On huge pages where a layer fills one: attention walks a head's rows a few KiB apart,
+    // which on 4 KiB pages costs a page walk every position or two.
     const alloc = (): NativeBuffer => {
-      const b = this.kernels.alloc(bytes);
+      const b = bytes >= HUGE_PAGE_BYTES
+        ? this.kernels.allocHuge(bytes)
+        : this.kernels.alloc(bytes);
       this.#owned.add(b);
       return b;
     };
