@@ -11,9 +11,9 @@ import { openLlamaModel, topLogits } from "../support/llama_ref.ts";
 import { fixture, modelGolden } from "../fixtures.ts";
 import { writeYarnFixture, YARN_FACTOR, YARN_ORIGINAL_CONTEXT } from "../fixtures/yarn.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
-import { Kv } from "../../src/gguf/mod.ts";
+import { type GgufKv, Kv } from "../../src/gguf/mod.ts";
 import { argmax } from "../../src/common/argmax.ts";
-import { type StepSession, withSession } from "./session.ts";
+import { type SessionOptions, type StepSession, withSession } from "./session.ts";
 import { shiftedRope } from "./shifted_rope.ts";
 
 /** The tiny f16 fixture's tolerance on top logits (fixtures README). */
@@ -43,6 +43,43 @@ function rows(s: StepSession, tokens: readonly number[]): Float32Array[] {
 /** The largest difference over `want`'s top-20 logits. */
 function topDiff(got: Float32Array, want: Float32Array): number {
   return Math.max(...topLogits(want, 20).map(([id, l]) => Math.abs(got[id] - l)));
+}
+
+/** Where the single-position checks put PROMPT: beyond the original 40960. */
+const FAR = 41000;
+
+/**
+ * Runs `fn` with the path of a YaRN fixture (`edit`ed) in a temporary folder and llama.cpp's
+ * logits of PROMPT at FAR on it.
+ */
+async function withYarnReference(
+  edit: (kv: Map<string, GgufKv>) => void,
+  fn: (path: string, want: Float32Array[]) => void,
+): Promise<void> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = writeYarnFixture(dir, edit);
+    using ref = await openLlamaModel(path);
+    const want: Float32Array[] = [];
+    ref.eachPosition(PROMPT.tokens, (_, l) => want.push(l), FAR);
+    fn(path, want);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Every row's logits of PROMPT on `path` at FAR (CPU, rope shifted there). */
+function oursAtFar(path: string, options: SessionOptions = {}): Float32Array[] {
+  const shift = shiftedRope(new CpuBackend({ threads: 2 }));
+  shift.offset = FAR;
+  return withSession(path, shift.backend, (s) => rows(s, PROMPT.tokens), options);
+}
+
+/** The same argmax at every position, and top-20 logits within the tolerance. */
+function assertMatches(got: Float32Array[], want: Float32Array[]): void {
+  assertEquals(got.map(argmax), want.map(argmax), "argmax per position");
+  const diff = Math.max(...got.map((g, i) => topDiff(g, want[i])));
+  assert(diff <= TOLERANCE, `top-20 logits differ by ${diff}`);
 }
 
 Deno.test("qwen3 with YaRN metadata: logits equal llama.cpp's at positions up to 128k, beyond the original 40960", async () => {
@@ -80,71 +117,33 @@ Deno.test("qwen3 with YaRN metadata: rope.scaling.attn_factor counts and the yar
   // llama.cpp reads rope.scaling.attn_factor for every family, and the yarn_ext_factor,
   // yarn_attn_factor and yarn_beta_* keys only for others than these (a file carrying them
   // gives llama.cpp the same logits as one without).
-  const dir = await Deno.makeTempDir();
-  try {
-    const path = writeYarnFixture(dir, (kv) => {
-      kv.set("qwen3.rope.scaling.attn_factor", Kv.f32(0.8));
-      kv.set("qwen3.rope.scaling.yarn_ext_factor", Kv.f32(0.5));
-      kv.set("qwen3.rope.scaling.yarn_attn_factor", Kv.f32(0.8));
-      kv.set("qwen3.rope.scaling.yarn_beta_fast", Kv.f32(8));
-      kv.set("qwen3.rope.scaling.yarn_beta_slow", Kv.f32(2));
-    });
-    using ref = await openLlamaModel(path);
-    const want: Float32Array[] = [];
-    ref.eachPosition(PROMPT.tokens, (_, l) => want.push(l), 41000);
-    const shift = shiftedRope(new CpuBackend({ threads: 2 }));
-    shift.offset = 41000;
-    withSession(path, shift.backend, (s) => {
-      const got = rows(s, PROMPT.tokens);
-      assertEquals(got.map(argmax), want.map(argmax), "argmax per position");
-      const diff = Math.max(...got.map((g, i) => topDiff(g, want[i])));
-      assert(diff <= TOLERANCE, `top-20 logits differ by ${diff}`);
-    });
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const edit = (kv: Map<string, GgufKv>) => {
+    kv.set("qwen3.rope.scaling.attn_factor", Kv.f32(0.8));
+    kv.set("qwen3.rope.scaling.yarn_ext_factor", Kv.f32(0.5));
+    kv.set("qwen3.rope.scaling.yarn_attn_factor", Kv.f32(0.8));
+    kv.set("qwen3.rope.scaling.yarn_beta_fast", Kv.f32(8));
+    kv.set("qwen3.rope.scaling.yarn_beta_slow", Kv.f32(2));
+  };
+  await withYarnReference(edit, (path, want) => assertMatches(oursAtFar(path), want));
 });
 
 Deno.test("qwen3 without YaRN metadata, YaRN asked for at load: the same logits as the file that carries it", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    using ref = await openLlamaModel(writeYarnFixture(dir));
-    const want: Float32Array[] = [];
-    ref.eachPosition(PROMPT.tokens, (_, l) => want.push(l), 41000);
-    const shift = shiftedRope(new CpuBackend({ threads: 2 }));
-    shift.offset = 41000;
-    const yarn = {
-      type: "yarn" as const,
-      factor: YARN_FACTOR,
-      originalContextLength: YARN_ORIGINAL_CONTEXT,
-    };
-    withSession(fixture("qwen3-tiny-f16.gguf"), shift.backend, (s) => {
-      const got = rows(s, PROMPT.tokens);
-      assertEquals(got.map(argmax), want.map(argmax), "argmax per position");
-      const diff = Math.max(...got.map((g, i) => topDiff(g, want[i])));
-      assert(diff <= TOLERANCE, `top-20 logits differ by ${diff}`);
-    }, { ropeScaling: yarn });
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const yarn = {
+    type: "yarn" as const,
+    factor: YARN_FACTOR,
+    originalContextLength: YARN_ORIGINAL_CONTEXT,
+  };
+  await withYarnReference(() => {}, (_, want) => {
+    assertMatches(oursAtFar(fixture("qwen3-tiny-f16.gguf"), { ropeScaling: yarn }), want);
+  });
 });
 
 Deno.test("qwen3 with YaRN metadata: the fixture tells YaRN from the plain rope far above the tolerance", async () => {
   // The comparison above could not pass with the file's YaRN ignored: the same tokens at
   // 41000 through the unscaled fixture land this far from llama.cpp's YaRN logits.
-  const dir = await Deno.makeTempDir();
-  try {
-    using ref = await openLlamaModel(writeYarnFixture(dir));
-    const want: Float32Array[] = [];
-    ref.eachPosition(PROMPT.tokens, (_, l) => want.push(l), 41000);
-    const shift = shiftedRope(new CpuBackend({ threads: 2 }));
-    shift.offset = 41000;
-    withSession(fixture("qwen3-tiny-f16.gguf"), shift.backend, (s) => {
-      const got = rows(s, PROMPT.tokens);
-      const diff = Math.max(...got.map((g, i) => topDiff(g, want[i])));
-      assert(diff > 5 * TOLERANCE, `plain rope differs from YaRN by only ${diff}`);
-    });
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  await withYarnReference(() => {}, (_, want) => {
+    const got = oursAtFar(fixture("qwen3-tiny-f16.gguf"));
+    const diff = Math.max(...got.map((g, i) => topDiff(g, want[i])));
+    assert(diff > 5 * TOLERANCE, `plain rope differs from YaRN by only ${diff}`);
+  });
 });

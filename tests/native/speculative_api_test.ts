@@ -112,7 +112,11 @@ Deno.test("speculative API: bad values are 400 naming the field; draft mode need
       speculative: { mode: "ngram", k: 99 },
     });
     const refused = await jsonOf(bad) as Json;
-    assertEquals([bad.status, refused.code], [422, "invalid_request_body"], "load body, as any");
+    assertEquals(
+      [bad.status, refused.code],
+      [422, "invalid_request_body"],
+      "an out-of-range load body is 422, as any malformed one",
+    );
     const noDraft = await node.post("/models/load", {
       model_id: fixture("qwen3-tiny-q4_0.gguf"),
       harness: "native",
