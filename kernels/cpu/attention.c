@@ -109,8 +109,48 @@ int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type
 }
 
 int64_t nk_attend_scratch_floats(const nk_attn *a) {
-  const int64_t r = nk_attn_tile_tokens(a) * (a->n_heads / a->n_kv_heads);
-  return 2 * r * a->head_dim + r * NK_ATTN_TILE + 2 * r + NK_ATTN_TILE * a->head_dim;
+  const int64_t r = nk_attn_tile_tokens(a) * (a->n_heads / a->n_kv_heads), d = a->head_dim;
+  const int64_t item = 2 * r * d + r * NK_ATTN_TILE + 2 * r + NK_ATTN_TILE * d;
+  const int64_t split = a->n_kv_heads * NK_ATTN_SPLIT_ROWS * (2 * d + 2) +
+                        NK_ATTN_SPLIT_ROWS * NK_ATTN_TILE;
+  return item > split ? item : split;
+}
+
+/* A decode sequence's positions go to spans of at least this many, at most this many
+ * spans: enough items to keep every thread busy on one long context, and a span count
+ * that depends on the context alone, so that the result does not depend on the threads. */
+#define SPLIT_MIN 128
+#define SPLITS_MAX 64
+
+/* The positions [*first, *end) every token of `a` together sees. */
+static void seen_span(const nk_attn *a, int64_t *first, int64_t *end) {
+  *first = INT64_MAX;
+  *end = 0;
+  for (int64_t t = 0; t < a->n_tokens; t++) {
+    if (a->positions[t] + 1 > *end) *end = (int64_t)a->positions[t] + 1;
+    if (nk_attn_first(a, t) < *first) *first = nk_attn_first(a, t);
+  }
+}
+
+/* How many spans a sequence's attention splits into: 0 when it goes kv head by kv head. */
+static int64_t split_count(const nk_attn *a) {
+  if (a->n_tokens == 0 || a->n_tokens * (a->n_heads / a->n_kv_heads) > NK_ATTN_SPLIT_ROWS) {
+    return 0;
+  }
+  int64_t first, end;
+  seen_span(a, &first, &end);
+  const int64_t n = (end - first + SPLIT_MIN - 1) / SPLIT_MIN;
+  return n < 1 ? 1 : n > SPLITS_MAX ? SPLITS_MAX : n;
+}
+
+/* Span i of n: the seen positions cut evenly, inner edges on multiples of 16 (whole
+ * blocks of the usual block size). */
+static void split_bounds(const nk_attn *a, int64_t i, int64_t n, int64_t *p0, int64_t *p1) {
+  int64_t first, end;
+  seen_span(a, &first, &end);
+  const int64_t w = end - first;
+  *p0 = i == 0 ? first : first + w * i / n / 16 * 16;
+  *p1 = i == n - 1 ? end : first + w * (i + 1) / n / 16 * 16;
 }
 
 typedef struct {
@@ -119,7 +159,16 @@ typedef struct {
   /* One view per sequence (its rows, table and positions); items [first[s], first[s+1]). */
   const nk_attn *attn;
   const int64_t *first;
+  /* Per sequence: its spans (0: kv head by kv head), and where in `parts` its spans' partial
+   * softmaxes go when there is more than one. */
+  const int64_t *splits, *part_at;
+  float *parts;
 } attn_task_args;
+
+/* Floats one span's partial softmax of all rows of `a` takes. */
+static int64_t part_floats(const nk_attn *a) {
+  return a->n_tokens * a->n_heads * (a->head_dim + 2);
+}
 
 static void attn_task(void *arg, int32_t ith, int32_t nth) {
   (void)nth;
@@ -131,11 +180,53 @@ static void attn_task(void *arg, int32_t ith, int32_t nth) {
   for (int64_t i = nk_pool_next(t->pool); i < t->first[t->n_seqs]; i = nk_pool_next(t->pool)) {
     while (i >= t->first[s + 1]) s++;
     const nk_attn *a = &t->attn[s];
-    const int64_t j = i - t->first[s], tile = nk_attn_tile_tokens(a);
+    const int64_t j = i - t->first[s], n = t->splits[s];
+    if (n > 0) {
+      int64_t p0, p1;
+      split_bounds(a, j, n, &p0, &p1);
+      float *part = n > 1 ? t->parts + t->part_at[s] + j * part_floats(a) : NULL;
+      ops->attend_split(a, p0, p1, scratch, part);
+      continue;
+    }
+    const int64_t tile = nk_attn_tile_tokens(a);
     /* Latest tokens first: they attend to the most positions, so the tail balances. */
     const int64_t t0 = ((a->n_tokens - 1) / tile - j / a->n_kv_heads) * tile;
     const int64_t nt = a->n_tokens - t0 < tile ? a->n_tokens - t0 : tile;
     ops->attend_item(a, t0, nt, j % a->n_kv_heads, scratch);
+  }
+}
+
+/* The spans' partial softmaxes of one row merged: each span's sums weighted by
+ * exp(its maximum - the overall maximum). */
+static void merge_row(const float *parts, int64_t n, int64_t stride, int64_t d, float *out) {
+  float m = -INFINITY;
+  for (int64_t i = 0; i < n; i++) m = parts[i * stride] > m ? parts[i * stride] : m;
+  float sum = 0.0f;
+  for (int64_t k = 0; k < d; k++) out[k] = 0.0f;
+  for (int64_t i = 0; i < n; i++) {
+    const float *p = parts + i * stride;
+    if (p[1] == 0.0f) continue;
+    const float w = expf(p[0] - m);
+    sum += p[1] * w;
+    for (int64_t k = 0; k < d; k++) out[k] += p[2 + k] * w;
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t k = 0; k < d; k++) out[k] *= inv;
+}
+
+static void merge_task(void *arg, int32_t ith, int32_t nth) {
+  (void)ith;
+  (void)nth;
+  const attn_task_args *t = arg;
+  /* Item s: sequence s, when it was split. */
+  for (int64_t s = nk_pool_next(t->pool); s < t->n_seqs; s = nk_pool_next(t->pool)) {
+    if (t->splits[s] < 2) continue;
+    const nk_attn *a = &t->attn[s];
+    const int64_t d = a->head_dim, rows = a->n_tokens * a->n_heads;
+    for (int64_t r = 0; r < rows; r++) {
+      merge_row(t->parts + t->part_at[s] + r * (d + 2), t->splits[s], part_floats(a), d,
+                a->out + r * d);
+    }
   }
 }
 
@@ -152,8 +243,9 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
   }
   if (n_seqs == 0) return NK_OK;
   nk_attn *attn = malloc((size_t)n_seqs * sizeof(nk_attn));
-  int64_t *first = malloc((size_t)(n_seqs + 1) * sizeof(int64_t));
-  float *q8 = NULL;
+  /* first, then splits, then part_at: n_seqs + 1, n_seqs and n_seqs words. */
+  int64_t *first = malloc((size_t)(3 * n_seqs + 1) * sizeof(int64_t));
+  float *q8 = NULL, *parts = NULL;
   int32_t rc = attn && first ? NK_OK : NK_ENOMEM;
   if (rc == NK_OK && nk_kv_quantized(kv_type)) {
     /* Against a quantized K, llama.cpp takes Q.K as a q8_0 . q8_0 (or q4_0) dot product:
@@ -168,6 +260,7 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
     else nk_q8_0_round(q, rows * n_heads * head_dim, q8);
     q = q8;
   }
+  int64_t *splits = first + n_seqs + 1, *part_at = splits + n_seqs, part_total = 0;
   const int32_t *table = tables;
   if (rc == NK_OK) first[0] = 0;
   for (int32_t s = 0; rc == NK_OK && s < n_seqs; s++) {
@@ -177,16 +270,26 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
                         block_size, table, positions + row, seq[SEQ_ROW_COUNT], n_heads,
                         n_kv_heads, head_dim, scale, window};
     const int64_t tile = nk_attn_tile_tokens(&attn[s]);
-    first[s + 1] = first[s] + (seq[SEQ_ROW_COUNT] + tile - 1) / tile * n_kv_heads;
+    splits[s] = split_count(&attn[s]);
+    part_at[s] = part_total;
+    if (splits[s] > 1) part_total += splits[s] * part_floats(&attn[s]);
+    first[s + 1] = first[s] + (splits[s] > 0 ? splits[s]
+                                             : (seq[SEQ_ROW_COUNT] + tile - 1) / tile * n_kv_heads);
     table += seq[SEQ_TABLE_LEN];
+  }
+  if (rc == NK_OK && part_total > 0) {
+    parts = malloc((size_t)part_total * sizeof(float));
+    if (!parts) rc = NK_ENOMEM;
   }
   if (rc == NK_OK) rc = nk_pool_reserve(pool, nk_attend_scratch_floats(&attn[0]) * 4);
   if (rc == NK_OK) {
-    attn_task_args t = {pool, n_seqs, attn, first};
+    attn_task_args t = {pool, n_seqs, attn, first, splits, part_at, parts};
     nk_pool_run(pool, attn_task, &t);
+    if (part_total > 0) nk_pool_run(pool, merge_task, &t);
   }
   free(attn);
   free(first);
   free(q8);
+  free(parts);
   return rc;
 }

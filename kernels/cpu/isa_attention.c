@@ -133,11 +133,10 @@ static float tile_softmax(float *s, int64_t n, float *run_max, float *run_sum) {
   return corr;
 }
 
-void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh,
-                           float *scratch) {
-#if defined(__AVX512F__)
-  if (nk_attend_avx512(a, t0, nt, kvh, scratch)) return;
-#endif
+/* Tokens [t0, t0 + nt) of kv head kvh over the positions [p_begin, p_end) they see: the
+ * normalised rows into a->out, or their partial softmax into `part` (nk_attn_part_put). */
+static void attend_range(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, int64_t p_begin,
+                         int64_t p_end, float *scratch, float *part) {
   const int64_t d = a->head_dim;
   const int64_t g_n = a->n_heads / a->n_kv_heads, n_rows = nt * g_n;
   const int f16 = a->kv_type == NK_F16 && DIRECT_F16;
@@ -152,6 +151,8 @@ void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh
     if (a->positions[t0 + i] + 1 > len) len = (int64_t)a->positions[t0 + i] + 1;
     if (nk_attn_first(a, t0 + i) < start) start = nk_attn_first(a, t0 + i);
   }
+  if (start < p_begin) start = p_begin;
+  if (len > p_end) len = p_end;
   for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;
   for (int64_t r = 0; r < n_rows; r++) {
     run_max[r] = -INFINITY;
@@ -188,8 +189,30 @@ void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh
     }
   }
   for (int64_t r = 0; r < n_rows; r++) {
-    float *out = a->out + ((t0 + r / g_n) * a->n_heads + kvh * g_n + r % g_n) * d;
+    const int64_t row = (t0 + r / g_n) * a->n_heads + kvh * g_n + r % g_n;
+    if (part) {
+      nk_attn_part_put(part, row, d, run_max[r], run_sum[r], acc + r * d);
+      continue;
+    }
     const float inv = 1.0f / run_sum[r];
-    for (int64_t i = 0; i < d; i++) out[i] = acc[r * d + i] * inv;
+    for (int64_t i = 0; i < d; i++) a->out[row * d + i] = acc[r * d + i] * inv;
+  }
+}
+
+void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh,
+                           float *scratch) {
+#if defined(__AVX512F__)
+  if (nk_attend_avx512(a, t0, nt, kvh, scratch)) return;
+#endif
+  attend_range(a, t0, nt, kvh, 0, INT64_MAX, scratch, NULL);
+}
+
+void NK_FN(nk_attend_split)(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,
+                            float *part) {
+#if defined(__AVX512F__)
+  if (nk_attend_span_avx512(a, p_begin, p_end, scratch, part)) return;
+#endif
+  for (int64_t h = 0; h < a->n_kv_heads; h++) {
+    attend_range(a, 0, a->n_tokens, h, p_begin, p_end, scratch, part);
   }
 }

@@ -42,6 +42,8 @@ void NK_FN(nk_add)(float *out, const float *a, const float *b, int64_t n);
 void NK_FN(nk_rope_apply)(float *x, int64_t n_heads, int64_t head_dim, const float *cs);
 void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh,
                            float *scratch);
+void NK_FN(nk_attend_split)(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,
+                            float *part);
 /* f32 to f16, round to nearest even (the F16C conversion). */
 void NK_FN(nk_f16_store)(uint16_t *dst, const float *src, int64_t n);
 /* The largest non-NaN value of x[0, n) and its first index (n when every value is NaN). */

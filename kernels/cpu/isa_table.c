@@ -47,6 +47,7 @@ const nk_isa_ops NK_TABLE = {
     .add = NK_FN(nk_add),
     .rope_apply = NK_FN(nk_rope_apply),
     .attend_item = NK_FN(nk_attend_item),
+    .attend_split = NK_FN(nk_attend_split),
     .f16_store = NK_FN(nk_f16_store),
     .argmax_span = NK_FN(nk_argmax_span),
     .read_words = NK_FN(nk_read_words),

@@ -25,6 +25,11 @@ int nk_qdot_legacy_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, i
 /* Attention for tokens [t0, t0 + nt) of one kv head (kern_avx512_attention.c); 0 when the
  * head size is not a multiple of 16 up to 256 (the portable loop then runs). */
 int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch);
+/* A decode sequence's attention over positions [p_begin, p_end), all kv heads
+ * (kern_avx512_attention_split.c), as the op attend_split; 0 when its head size or rows
+ * per kv head do not suit it. */
+int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,
+                           float *part);
 
 #if defined(__AVX512F__)
 #include <immintrin.h>

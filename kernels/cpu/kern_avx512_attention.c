@@ -7,103 +7,16 @@
  * the cache cold (the weights streamed since the previous step have evicted it), so
  * waiting on the rows one at a time would cost a memory latency per position.
  */
-#include <math.h>
+#include "kern_avx512_attention_tiles.h"
 
-#include "isa_common.h"
-#include "isa_exp.h"
-#include "kern_avx512.h"
-
-#define MAX_DIM 256
-/* Query heads whose outputs stay in registers while a V row is added to them. */
-#define HEADS_PER_PASS 4
 /* Query rows whose scores stay in registers (4 accumulators each) through a K tile. */
 #define ROWS_PER_BLOCK 6
-
-/* Sixteen values [i, i + 16) of a cache row of kv type `type` as f32: f16 converted in
- * place, a quantized block's half (ints times its scale) decoded in registers, so a decode
- * step reads each cache byte once and writes nothing back. */
-static inline __m512 load16(const void *row, int64_t i, int type) {
-  if (type == NK_F16) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)));
-  }
-  if (type == NK_Q8_0) {
-    const nk_block_q8_0 *b = (const nk_block_q8_0 *)row + (i >> 5);
-    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + (i & 31))));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(b->d)));
-  }
-  if (type == NK_Q4_0) {
-    const nk_block_q4_0 *b = (const nk_block_q4_0 *)row + (i >> 5);
-    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b->qs));
-    /* Values 0-15 are the low nibbles, 16-31 the high ones, both biased by 8. */
-    const __m512i q = (i & 16) ? _mm512_srli_epi32(bytes, 4)
-                               : _mm512_and_si512(bytes, _mm512_set1_epi32(0xF));
-    const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(8)));
-    return _mm512_mul_ps(v, _mm512_set1_ps(_cvtsh_ss(b->d)));
-  }
-  return _mm512_loadu_ps((const float *)row + i);
-}
-
-/* The rows of positions [p0, p0 + n) of kv head kvh, each prefetched. */
-static void tile_rows(const nk_attn *a, const void *cache, int64_t p0, int64_t n, int64_t kvh,
-                      int64_t row_bytes, const void **rows) {
-  int64_t logical = p0 / a->block_size, slot = p0 % a->block_size;
-  for (int64_t j = 0; j < n; j++) {
-    const int64_t at = (a->block_table[logical] * a->block_size + slot) * a->n_kv_heads + kvh;
-    rows[j] = (const uint8_t *)cache + at * row_bytes;
-    for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch((const uint8_t *)rows[j] + o);
-    if (++slot == a->block_size) {
-      slot = 0;
-      logical++;
-    }
-  }
-}
-
-/* scores[g][j] = scale * q_g . k_j for sixteen rows (a tail repeats a real row) and nd
- * sixteen-value chunks per row. */
-static inline __attribute__((always_inline)) void scores16(const float *q, int64_t g_n,
-                                                           const void *const *rows, const int nd,
-                                                           int type, float scale, float *out) {
-  for (int64_t g = 0; g < g_n; g++) {
-    __m512 qv[MAX_DIM / 16], p[16];
-#pragma GCC unroll 16
-    for (int c = 0; c < nd; c++) qv[c] = _mm512_loadu_ps(q + g * nd * 16 + 16 * c);
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; j++) {
-      p[j] = _mm512_mul_ps(qv[0], load16(rows[j], 0, type));
-#pragma GCC unroll 16
-      for (int c = 1; c < nd; c++) p[j] = _mm512_fmadd_ps(qv[c], load16(rows[j], 16 * c, type), p[j]);
-    }
-    _mm512_storeu_ps(out + g * NK_ATTN_TILE, _mm512_mul_ps(nk_sum16_ps(p), _mm512_set1_ps(scale)));
-  }
-}
-
-/* scores[g][j] = scale * q_g . k_j for the tile's rows. */
-static void tile_scores(const float *q, int64_t g_n, int64_t d, const void **rows, int64_t n,
-                        int type, float scale, float *scores) {
-  for (int64_t j = n; j < nk_round_up(n, 16); j++) rows[j] = rows[0];
-  for (int64_t j0 = 0; j0 < n; j0 += 16) {
-    switch (d / 16) {
-      case 2: scores16(q, g_n, rows + j0, 2, type, scale, scores + j0); break;
-      case 4: scores16(q, g_n, rows + j0, 4, type, scale, scores + j0); break;
-      case 8: scores16(q, g_n, rows + j0, 8, type, scale, scores + j0); break;
-      default: {
-        for (int64_t j = j0; j < j0 + 16; j++) {
-          for (int64_t g = 0; g < g_n; g++) {
-            __m512 acc = _mm512_setzero_ps();
-            for (int64_t c = 0; c < d; c += 16)
-              acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * d + c), load16(rows[j], c, type), acc);
-            scores[g * NK_ATTN_TILE + j] = _mm512_reduce_add_ps(acc) * scale;
-          }
-        }
-      }
-    }
-  }
-}
 
 /* kt[i][j] = k_j[i] for the tile's positions, 0 past its n: with K transposed one FMA takes
  * a query value against sixteen positions, so the scores need no horizontal sums. A 16 x 16
  * block goes through registers in four rounds of shuffles. */
-static void tile_transpose(const void *const *rows, int64_t n, int64_t d, int type, float *kt) {
+static void tile_transpose(const uint8_t *const *rows, int64_t n, int64_t d, int type,
+                           float *kt) {
   for (int64_t j0 = 0; j0 < NK_ATTN_TILE; j0 += 16) {
     for (int64_t c = 0; c < d; c += 16) {
       __m512 r[16], t[16], u[16];
@@ -190,71 +103,11 @@ static void gemm_scores(const float *q, int64_t n_rows, int64_t d, const float *
   }
 }
 
-/* Turns head g's scores into exp(s - running max), rescaling what came before. Returns
- * the factor the earlier accumulation must be multiplied by. */
-static float tile_softmax(float *s, int64_t n, float *run_max, float *run_sum) {
-  __m512 m = _mm512_set1_ps(-INFINITY);
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j)) - 1);
-    m = _mm512_max_ps(m, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, s + j));
-  }
-  const float tile_max = _mm512_reduce_max_ps(m);
-  const float new_max = tile_max > *run_max ? tile_max : *run_max;
-  const float corr = *run_max == -INFINITY ? 0.0f : nk_expf(*run_max - new_max);
-  __m512 sum = _mm512_setzero_ps();
-  const __m512 mx = _mm512_set1_ps(new_max);
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j)) - 1);
-    const __m512 e = nk_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), mx));
-    _mm512_mask_storeu_ps(s + j, k, e);
-    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(k, e));
-  }
-  *run_sum = *run_sum * corr + _mm512_reduce_add_ps(sum);
-  *run_max = new_max;
-  return corr;
-}
-
-/* acc[g][0, d) += sum_j p[g][j] * v_j for heads [g0, g0 + gn), gn <= HEADS_PER_PASS. */
-static inline __attribute__((always_inline)) void tile_values(float *acc, const float *p,
-                                                              const void *const *rows, int64_t n,
-                                                              int64_t d, int type, int64_t g0,
-                                                              const int gn) {
-  for (int64_t c = 0; c < d; c += 64) {
-    const int w = d - c >= 64 ? 4 : (int)((d - c) / 16);
-    __m512 o[HEADS_PER_PASS][4];
-#pragma GCC unroll 4
-    for (int g = 0; g < gn; g++) {
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) {
-        o[g][i] = i < w ? _mm512_loadu_ps(acc + (g0 + g) * d + c + 16 * i) : _mm512_setzero_ps();
-      }
-    }
-    for (int64_t j = 0; j < n; j++) {
-      __m512 v[4];
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) v[i] = i < w ? load16(rows[j], c + 16 * i, type) : _mm512_setzero_ps();
-#pragma GCC unroll 4
-      for (int g = 0; g < gn; g++) {
-        const __m512 pj = _mm512_set1_ps(p[(g0 + g) * NK_ATTN_TILE + j]);
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) o[g][i] = _mm512_fmadd_ps(pj, v[i], o[g][i]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < gn; g++) {
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) {
-        if (i < w) _mm512_storeu_ps(acc + (g0 + g) * d + c + 16 * i, o[g][i]);
-      }
-    }
-  }
-}
-
 /* rows[0, n) of kv type `type` as f32 in buf, rows then pointing there. */
-static void tile_f32(const void **rows, int64_t n, int64_t d, int32_t type, float *buf) {
+static void tile_f32(const uint8_t **rows, int64_t n, int64_t d, int32_t type, float *buf) {
   for (int64_t j = 0; j < n; j++) {
     for (int64_t i = 0; i < d; i += 16) _mm512_storeu_ps(buf + j * d + i, load16(rows[j], i, type));
-    rows[j] = buf + j * d;
+    rows[j] = (const uint8_t *)(buf + j * d);
   }
 }
 
@@ -269,7 +122,7 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
   float *run_sum = run_max + n_rows;
   float *q = run_sum + n_rows;
   float *kbuf = q + n_rows * d;
-  const void *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
+  const uint8_t *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
   int64_t len = 0, start = INT64_MAX;
   /* Row r is head r % g_n of token t0 + r / g_n: the group's heads are adjacent in q. */
   for (int64_t i = 0; i < nt; i++) {
@@ -283,53 +136,34 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
     run_max[r] = -INFINITY;
     run_sum[r] = 0.0f;
   }
+  /* Past a decode group's rows, one transposition of a K tile (converting f16 once instead
+   * of per FMA) costs less than the horizontal sums it saves. */
+  const int gemm = n_rows > HEADS_PER_PASS;
+  /* A decode group's few rows spend their time waiting on cache rows, which the weights
+   * streamed since the previous step have evicted. So each of its passes requests, as it
+   * goes, the rows the next pass reads: V during the scores, the next tile's K during the
+   * values. A prefill run computes long enough on a tile to request it whole. */
+  if (start < len) {
+    tile_rows(a, a->k_cache, start, len - start < NK_ATTN_TILE ? len - start : NK_ATTN_TILE,
+              kvh, row_bytes, 1, krows);
+  }
   for (int64_t p0 = start; p0 < len; p0 += NK_ATTN_TILE) {
     const int64_t n = len - p0 < NK_ATTN_TILE ? len - p0 : NK_ATTN_TILE;
-    tile_rows(a, a->k_cache, p0, n, kvh, row_bytes, krows);
-    tile_rows(a, a->v_cache, p0, n, kvh, row_bytes, vrows);
-    /* Past a decode group's rows, one transposition of the tile (converting f16 once
-     * instead of per FMA) costs less than the horizontal sums it saves. */
-    const int gemm = n_rows > HEADS_PER_PASS;
+    const int64_t p1 = p0 + n, n1 = len - p1 < NK_ATTN_TILE ? len - p1 : NK_ATTN_TILE;
+    tile_rows(a, a->v_cache, p0, n, kvh, row_bytes, gemm, vrows);
     if (gemm) {
       tile_transpose(krows, n, d, a->kv_type, kbuf);
       gemm_scores(q, n_rows, d, kbuf, a->scale, scores);
     } else {
-      tile_scores(q, n_rows, d, krows, n, a->kv_type, a->scale, scores);
+      tile_scores(q, n_rows, d, krows, 0, n, a->kv_type, a->scale, vrows, n, row_bytes, scores);
     }
-    /* Positions a row does not see (past its token, before its window) weigh 0, so one
-     * pass over the V rows serves all rows. */
-    for (int64_t r = 0; r < n_rows; r++) {
-      int64_t lo, hi;
-      nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
-      float *s = scores + r * NK_ATTN_TILE;
-      if (hi > lo) {
-        const float corr = tile_softmax(s + lo, hi - lo, run_max + r, run_sum + r);
-        if (corr != 1.0f) {
-          for (int64_t i = 0; i < d; i++) acc[r * d + i] *= corr;
-        }
-      }
-      for (int64_t j = 0; j < lo; j++) s[j] = 0.0f;
-      for (int64_t j = hi; j < n; j++) s[j] = 0.0f;
-    }
+    if (n1 > 0) tile_rows(a, a->k_cache, p1, n1, kvh, row_bytes, gemm, krows);
+    tile_weights(a, t0, g_n, n_rows, p0, n, scores, acc, run_max, run_sum);
     /* For many rows the transposed K is spent: its buffer takes V as f32, converted once
      * for all of them; a decode group's few rows read V in place. */
-    const int vtype = gemm ? NK_F32 : a->kv_type;
     if (gemm && a->kv_type != NK_F32) tile_f32(vrows, n, d, a->kv_type, kbuf);
-    for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
-      const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
-      int64_t m = 0;
-      for (int64_t r = g0; r < g0 + gn; r++) {
-        int64_t lo, hi;
-        nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
-        m = hi > m ? hi : m;
-      }
-      switch (gn) {
-        case 1: tile_values(acc, scores, vrows, m, d, vtype, g0, 1); break;
-        case 2: tile_values(acc, scores, vrows, m, d, vtype, g0, 2); break;
-        case 3: tile_values(acc, scores, vrows, m, d, vtype, g0, 3); break;
-        default: tile_values(acc, scores, vrows, m, d, vtype, g0, 4); break;
-      }
-    }
+    tile_weighted_sum(a, t0, g_n, n_rows, p0, n, scores, vrows, 0, gemm ? NK_F32 : a->kv_type,
+                      acc, krows, gemm || n1 < 0 ? 0 : n1, row_bytes);
   }
   for (int64_t r = 0; r < n_rows; r++) {
     float *out = a->out + ((t0 + r / g_n) * a->n_heads + kvh * g_n + r % g_n) * d;

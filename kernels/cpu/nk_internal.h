@@ -306,8 +306,24 @@ static inline int64_t nk_attn_tile_tokens(const nk_attn *a) {
   return g >= NK_ATTN_ROWS ? 1 : NK_ATTN_ROWS / g;
 }
 
-/* Scratch floats nk_attend_item needs. */
+/* Scratch floats nk_attend_item and attend_split need. */
 int64_t nk_attend_scratch_floats(const nk_attn *a);
+
+/* A sequence whose tokens bring at most this many query rows per kv head (a decode step's
+ * group, a short verification) is attended span by span of positions with all its kv heads
+ * together (attend_split) instead of kv head by kv head. */
+#define NK_ATTN_SPLIT_ROWS 4
+
+/* A partial softmax of one query row over a span of positions, as attend_split leaves it
+ * for the merge: the row's maximum score, its sum of exp(score - maximum), then the d
+ * values of its weighted sum of V rows. */
+static inline void nk_attn_part_put(float *part, int64_t row, int64_t d, float max, float sum,
+                                    const float *acc) {
+  float *p = part + row * (d + 2);
+  p[0] = max;
+  p[1] = sum;
+  memcpy(p + 2, acc, (size_t)d * 4);
+}
 
 /* Per-ISA operations. qgemm/fgemm work on panels of `panel_rows` rows packed into
  * `scratch`; a level without them (scalar) computes row by row at every size. */
@@ -335,6 +351,11 @@ typedef struct {
   void (*rope_apply)(float *x, int64_t n_heads, int64_t head_dim, const float *cs);
   /* Tokens [t0, t0 + nt), nt <= nk_attn_tile_tokens(a), for kv head kvh. */
   void (*attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch);
+  /* A decode sequence (at most NK_ATTN_SPLIT_ROWS query rows per kv head) over positions
+   * [p_begin, p_end), all kv heads: the rows into a->out, or with `part` their partial
+   * softmax (nk_attn_part_put) for a merge with the other spans'. */
+  void (*attend_split)(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,
+                       float *part);
   void (*f16_store)(uint16_t *dst, const float *src, int64_t n);
   void (*argmax_span)(const float *x, int64_t n, float *best, int64_t *at);
   /* The wrapping sum of the 64-bit words of [p, p + n) read in an NK_READ_* pattern other

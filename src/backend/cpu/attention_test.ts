@@ -39,6 +39,23 @@ interface Setup {
 
 const SETUPS: Setup[] = [
   {
+    // Deep decode steps (one token, two, then four tokens of a group of one) go through
+    // spans of positions merged afterwards; five tokens of a pair go kv head by kv head.
+    nHeads: 4,
+    nKvHeads: 2,
+    headDim: 64,
+    blockSize: 16,
+    chunks: [range(0, 600), [600], [601, 602], range(603, 608)],
+  },
+  {
+    nHeads: 3,
+    nKvHeads: 3,
+    headDim: 32,
+    blockSize: 8,
+    chunks: [range(0, 500), range(500, 504), [504]],
+    window: 300,
+  },
+  {
     nHeads: 4,
     nKvHeads: 2,
     headDim: 64,

@@ -1,0 +1,94 @@
+/*
+ * AVX-512 attention of a decode step (a sequence whose few query rows per kv head stay in
+ * registers) over one span of its positions, all kv heads at once: flash-decoding's
+ * split, so that a long context spreads over every thread however few kv heads the model
+ * has, and its partial softmax is merged with the other spans' afterwards (attention.c).
+ *
+ * The span is walked a tile of positions at a time and, inside a tile, kv head after kv
+ * head: the tile's rows of all heads lie together in the paged blocks (a slot holds every
+ * head's row), so the pass reads whole stretches of memory instead of one head's row every
+ * few KiB, and each head's rows of the next tile are requested into L2 while this tile's
+ * are multiplied (its K during the scores, its V during the weighted sum).
+ */
+#include "kern_avx512_attention_tiles.h"
+
+/* Floats of state kept per kv head: each row's accumulator and copied query, its running
+ * maximum and sum. */
+static int64_t head_state_floats(int64_t n_rows, int64_t d) { return n_rows * (2 * d + 2); }
+
+int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,
+                           float *part) {
+  const int64_t d = a->head_dim, n_kv = a->n_kv_heads, g_n = a->n_heads / n_kv;
+  const int64_t n_rows = a->n_tokens * g_n;
+  if (d % 16 != 0 || d > MAX_DIM || n_rows > HEADS_PER_PASS) return 0;
+  const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d), per_head = head_state_floats(n_rows, d);
+  float *scores = scratch + n_kv * per_head;
+  /* Each position's row of kv head 0; head h's lies h rows further. */
+  const uint8_t *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
+  const uint8_t *knext[NK_ATTN_TILE], *vnext[NK_ATTN_TILE];
+  int64_t len = 0, start = INT64_MAX;
+  for (int64_t t = 0; t < a->n_tokens; t++) {
+    if (a->positions[t] + 1 > len) len = (int64_t)a->positions[t] + 1;
+    if (nk_attn_first(a, t) < start) start = nk_attn_first(a, t);
+  }
+  const int64_t lo = start > p_begin ? start : p_begin, hi = len < p_end ? len : p_end;
+  for (int64_t h = 0; h < n_kv; h++) {
+    float *acc = scratch + h * per_head, *q = acc + n_rows * d;
+    float *run_max = q + n_rows * d, *run_sum = run_max + n_rows;
+    /* Row r is head r % g_n of token r / g_n: the group's heads are adjacent in q. */
+    for (int64_t t = 0; t < a->n_tokens; t++) {
+      memcpy(q + t * g_n * d, a->q + (t * a->n_heads + h * g_n) * d, (size_t)(g_n * d) * 4);
+    }
+    for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;
+    for (int64_t r = 0; r < n_rows; r++) {
+      run_max[r] = -INFINITY;
+      run_sum[r] = 0.0f;
+    }
+  }
+  if (lo < hi) {
+    const int64_t n = hi - lo < NK_ATTN_TILE ? hi - lo : NK_ATTN_TILE;
+    tile_rows(a, a->k_cache, lo, n, 0, row_bytes, 0, knext);
+    tile_rows(a, a->v_cache, lo, n, 0, row_bytes, 0, vnext);
+    /* Nothing requested the span's first tile: ask for all of it now. */
+    for (int64_t j = 0; j < n; j++) {
+      prefetch_row(knext[j], n_kv * row_bytes);
+      prefetch_row(vnext[j], n_kv * row_bytes);
+    }
+  }
+  for (int64_t p0 = lo; p0 < hi; p0 += NK_ATTN_TILE) {
+    const int64_t n = hi - p0 < NK_ATTN_TILE ? hi - p0 : NK_ATTN_TILE;
+    const int64_t p1 = p0 + n, ahead = hi - p1 < NK_ATTN_TILE ? hi - p1 : NK_ATTN_TILE;
+    memcpy(krows, knext, (size_t)n * sizeof(krows[0]));
+    memcpy(vrows, vnext, (size_t)n * sizeof(vrows[0]));
+    if (ahead > 0) {
+      tile_rows(a, a->k_cache, p1, ahead, 0, row_bytes, 0, knext);
+      tile_rows(a, a->v_cache, p1, ahead, 0, row_bytes, 0, vnext);
+    }
+    const int64_t n_next = ahead > 0 ? ahead : 0;
+    for (int64_t h = 0; h < n_kv; h++) {
+      float *acc = scratch + h * per_head, *q = acc + n_rows * d;
+      float *run_max = q + n_rows * d, *run_sum = run_max + n_rows;
+      const int64_t off = h * row_bytes;
+      tile_scores(q, n_rows, d, krows, off, n, a->kv_type, a->scale, knext, n_next, row_bytes,
+                  scores);
+      tile_weights(a, 0, g_n, n_rows, p0, n, scores, acc, run_max, run_sum);
+      tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, a->kv_type, acc, vnext,
+                        n_next, row_bytes);
+    }
+  }
+  for (int64_t h = 0; h < n_kv; h++) {
+    const float *acc = scratch + h * per_head, *run_max = acc + 2 * n_rows * d;
+    const float *run_sum = run_max + n_rows;
+    for (int64_t r = 0; r < n_rows; r++) {
+      const int64_t row = (r / g_n) * a->n_heads + h * g_n + r % g_n;
+      if (part) {
+        nk_attn_part_put(part, row, d, run_max[r], run_sum[r], acc + r * d);
+      } else {
+        float *out = a->out + row * d;
+        const float inv = 1.0f / run_sum[r];
+        for (int64_t i = 0; i < d; i++) out[i] = acc[r * d + i] * inv;
+      }
+    }
+  }
+  return 1;
+}
