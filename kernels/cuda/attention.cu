@@ -32,11 +32,12 @@ __device__ __forceinline__ int attn_first(int pos, int window) {
  * sequence; a sequence's speculative run (k + 1 rows) is that many rows.
  *
  * The split is walked in tiles of DEC_TILE positions: the tile's block-table entries are
- * loaded first, one per position, all at once; then its K rows are staged in shared memory
- * (8 values per load, dequantized as they arrive), every (head, position) score computed
- * at once (a warp scores 32 positions of one head), each head's running softmax updated by
- * one warp, V staged over K, and the probability-weighted V added to the accumulators,
- * thread i holding values i, i + 128, ... of the block's (head, dimension) grid.
+ * loaded first, one per position, all at once; then its V rows are loaded into registers
+ * and its K rows staged in shared memory (8 values per load, dequantized as they arrive),
+ * both in flight together; every (head, position) score is computed at once (a warp
+ * scores 32 positions of one head), each head's running softmax updated by one warp, V
+ * staged over K, and the probability-weighted V added to the accumulators, thread i
+ * holding values i, i + 128, ... of the block's (head, dimension) grid.
  * Output per (row, query head, split) s: ml[2s] = max score, ml[2s+1] = sum of
  * exp(score - max), acc[s * head_dim ...] = sum of exp(score - max) * V, as attn_combine
  * reads them. head_dim a multiple of 32, at most MAX_HEAD_DIM.
@@ -44,6 +45,7 @@ __device__ __forceinline__ int attn_first(int pos, int window) {
 #define DEC_TILE 32
 #define DEC_HEADS 8
 #define DEC_ACC (DEC_HEADS * MAX_HEAD_DIM / ATTN_THREADS)
+#define DEC_VECS (DEC_TILE * MAX_HEAD_DIM / 8 / ATTN_THREADS)
 
 template <typename KV>
 __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const float *q,
@@ -83,6 +85,14 @@ __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const 
     __syncthreads();
     if (tid < n) slots[tid] = kv_slot(table, t0 + tid, block_size);
     __syncthreads();
+    float vb[DEC_VECS][8];
+#pragma unroll
+    for (int i = 0; i < DEC_VECS; i++) {
+      const int e = tid + i * ATTN_THREADS;
+      if (e < n * vecs)
+        KV::load8(kv_row<KV>(vc, slots[e / vecs], kv_heads, kvh, head_dim), (e % vecs) << 3,
+                  vb[i]);
+    }
     for (int e = tid; e < n * vecs; e += ATTN_THREADS) {
       const int j = e / vecs, c = (e % vecs) << 3;
       float v[8];
@@ -110,12 +120,13 @@ __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const 
       ps[g][lane] = p;
       if (lane == 0) sm_c[g] = c, sm_l[g] = sm_l[g] * c + sum, sm_m[g] = mn;
     }
-    for (int e = tid; e < n * vecs; e += ATTN_THREADS) {
-      const int j = e / vecs, c = (e % vecs) << 3;
-      float v[8];
-      KV::load8(kv_row<KV>(vc, slots[j], kv_heads, kvh, head_dim), c, v);
 #pragma unroll
-      for (int i = 0; i < 8; i++) kvs[j][c + i] = v[i];
+    for (int i = 0; i < DEC_VECS; i++) {
+      const int e = tid + i * ATTN_THREADS;
+      if (e >= n * vecs) break;
+      const int j = e / vecs, c = (e % vecs) << 3;
+#pragma unroll
+      for (int k = 0; k < 8; k++) kvs[j][c + k] = vb[i][k];
     }
     __syncthreads();
 #pragma unroll
