@@ -117,10 +117,12 @@ class Runner {
     this.cache = be.createKvCache({ ...model.kvShape, blockSize: BLOCK, nBlocks, dtype: "f16" });
   }
 
+  /** Positions start.. of the sequence, whose table holds the blocks it has, as the engine's. */
   #layout(n: number, start: number): StepLayout {
+    const blockTable = this.table.subarray(0, Math.ceil((start + n) / BLOCK));
     return {
       positions: Int32Array.from({ length: n }, (_, i) => start + i),
-      sequences: [{ rowStart: 0, rowCount: n, blockTable: this.table }],
+      sequences: [{ rowStart: 0, rowCount: n, blockTable }],
     };
   }
 
