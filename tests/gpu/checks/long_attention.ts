@@ -2,7 +2,7 @@
  * Decode attention over long caches against the reference: a pool of 4k or 16k positions,
  * three sequences of very different lengths (the longest filling the pool, their blocks
  * shuffled over it) decoded in one step beside a row of no sequence, one of them with two
- * rows (a speculative run), GQA 4:1 (Qwen3-8B's) or 2:1 at Qwen3-8B's head size of 128, on
+ * rows (a speculative run), GQA 4:1 (Qwen3-8B's), 2:1 or 12:1 at Qwen3-8B's head size of 128, on
  * f16 and q8_0 caches, with and without a sliding window. Few heads keep an emulated run
  * cheap; the positions are what the decode kernel's splits, tiles and table loads see.
  */
@@ -24,6 +24,8 @@ export const LONG_DECODE_CASES: readonly LongDecodeCase[] = [
   { positions: 4096, dtype: "q8_0", nHeads: 2, nKvHeads: 1, window: 1000 },
   { positions: 16384, dtype: "q8_0", nHeads: 4, nKvHeads: 1 },
   { positions: 16384, dtype: "f16", nHeads: 2, nKvHeads: 1, window: 3000 },
+  // A group wider than one block's 8 query heads: blocks of 8 and 4.
+  { positions: 4096, dtype: "q8_0", nHeads: 12, nKvHeads: 1 },
 ];
 
 const HEAD_DIM = 128;
