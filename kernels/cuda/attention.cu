@@ -4,11 +4,12 @@
  * position (`positions`) and sequence (`row_seq`, -1 for a row of no sequence), and
  * sequence s's block table is tables[s * table_stride ...].
  *
- * Attention is split-K flash-decoding: attn_split_* computes, for one (row, head, split),
- * the unnormalised softmax-weighted sum of V over its share of the positions the row sees
- * along with the running max and normaliser; attn_combine merges the splits. The number of
- * splits is a launch parameter chosen from shapes alone (never from positions), so a
- * captured CUDA graph stays valid as sequences grow.
+ * Decode rows take flash-decoding: attn_split_* computes, for one (row, KV head, split),
+ * the unnormalised softmax-weighted sum of V over its share of the positions the row sees,
+ * with the running max and normaliser, for every query head of the KV head's group;
+ * attn_combine merges the splits (log-sum-exp). The number of splits is a launch parameter
+ * chosen from shapes alone (the block-table bucket, never positions), so a captured CUDA
+ * graph stays valid as sequences grow.
  *
  * A row at position p sees positions 0..p, or under a sliding window of `window` (> 0)
  * positions p - window + 1..p (llama.cpp's SWA mask, Gemma 3's local layers).
@@ -16,7 +17,6 @@
 #include "kv_cache.cuh"
 
 #define ATTN_THREADS 128
-#define ATTN_WARPS (ATTN_THREADS / 32)
 #define MAX_HEAD_DIM 256
 
 /* The first position a row at `pos` sees (window 0: no window). */
@@ -25,13 +25,28 @@ __device__ __forceinline__ int attn_first(int pos, int window) {
 }
 
 /*
- * grid (heads, rows, splits), 128 threads. The positions a row sees are cut into `splits`
- * equal shares; each warp walks every 4th position of its block's share; a lane holds
- * head_dim / 32 elements, lane + 32 j for j = 0.. (head_dim a multiple of 32, at most 256):
- * value j of each of the row's 32-value blocks.
- * Output per (row, head, split) s: ml[2s] = max score, ml[2s+1] = sum of exp(score - max),
- * acc[s * head_dim ...] = sum of exp(score - max) * V.
+ * Decode attention, flash-decoding. grid (kv_heads * groups, rows, splits), 128 threads:
+ * a block serves one row's query heads of one KV head (all of its GQA group, in groups of
+ * up to DEC_HEADS), over one split of the positions the row sees, so each K and V row of
+ * the split is read once for every query head it serves. A decode step has one row per
+ * sequence; a sequence's speculative run (k + 1 rows) is that many rows.
+ *
+ * The split is walked in tiles of DEC_TILE positions: the tile's block-table entries are
+ * loaded first, one per position, all at once; then its V rows are loaded into registers
+ * and its K rows staged in shared memory (8 values per load, dequantized as they arrive),
+ * both in flight together; every (head, position) score is computed at once (a warp
+ * scores 32 positions of one head), each head's running softmax updated by one warp, V
+ * staged over K, and the probability-weighted V added to the accumulators, thread i
+ * holding values i, i + 128, ... of the block's (head, dimension) grid.
+ * Output per (row, query head, split) s: ml[2s] = max score, ml[2s+1] = sum of
+ * exp(score - max), acc[s * head_dim ...] = sum of exp(score - max) * V, as attn_combine
+ * reads them. head_dim a multiple of 32, at most MAX_HEAD_DIM.
  */
+#define DEC_TILE 32
+#define DEC_HEADS 8
+#define DEC_ACC (DEC_HEADS * MAX_HEAD_DIM / ATTN_THREADS)
+#define DEC_VECS (DEC_TILE * MAX_HEAD_DIM / 8 / ATTN_THREADS)
+
 template <typename KV>
 __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const float *q,
                                            const uint8_t *kc, const uint8_t *vc,
@@ -39,66 +54,104 @@ __device__ __forceinline__ void attn_split(float *acc_out, float *ml_out, const 
                                            const int *tables, int table_stride, int heads,
                                            int kv_heads, int head_dim, int block_size,
                                            int splits, float scale, int window) {
-  __shared__ float sm_m[ATTN_WARPS], sm_l[ATTN_WARPS];
-  __shared__ float sm_acc[ATTN_WARPS][MAX_HEAD_DIM];
-  const int h = blockIdx.x, t = blockIdx.y, s = blockIdx.z;
+  __shared__ float qs[DEC_HEADS][MAX_HEAD_DIM];
+  __shared__ float kvs[DEC_TILE][MAX_HEAD_DIM + 1];
+  __shared__ float ps[DEC_HEADS][DEC_TILE];
+  __shared__ float sm_m[DEC_HEADS], sm_l[DEC_HEADS], sm_c[DEC_HEADS];
+  __shared__ size_t slots[DEC_TILE];
+  const int group = heads / kv_heads, groups = (group + DEC_HEADS - 1) / DEC_HEADS;
+  const int kvh = blockIdx.x / groups, g0 = (blockIdx.x % groups) * DEC_HEADS;
+  const int hn = imin(DEC_HEADS, group - g0), h0 = kvh * group + g0;
+  const int t = blockIdx.y, s = blockIdx.z, tid = threadIdx.x;
   const int seq = row_seq[t];
   if (seq < 0) return;
   const int first = attn_first(positions[t], window), len = positions[t] + 1;
   const int chunk = (len - first + splits - 1) / splits;
   const int p0 = first + s * chunk, p1 = imin(len, p0 + chunk);
-  const int kvh = h / (heads / kv_heads);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int dpl = head_dim >> 5;
   const int *table = tables + (size_t)seq * table_stride;
+  const int lane = tid & 31, warp = tid >> 5, cells = hn * head_dim, vecs = head_dim >> 3;
 
-  float qv[8], acc[8];
-#pragma unroll
-  for (int j = 0; j < 8; j++) {
-    qv[j] = j < dpl ? q[((size_t)t * heads + h) * head_dim + lane + 32 * j] * scale : 0.0f;
-    acc[j] = 0.0f;
+  for (int e = tid; e < hn * head_dim; e += ATTN_THREADS) {
+    const int g = e / head_dim, d = e % head_dim;
+    qs[g][d] = q[((size_t)t * heads + h0 + g) * head_dim + d] * scale;
   }
-  float m = NEG_INF, l = 0.0f;
-  for (int p = p0 + warp; p < p1; p += ATTN_WARPS) {
-    const size_t slot = kv_slot(table, p, block_size);
-    const uint8_t *kr = kv_row<KV>(kc, slot, kv_heads, kvh, head_dim);
-    const uint8_t *vr = kv_row<KV>(vc, slot, kv_heads, kvh, head_dim);
-    float d = 0.0f;
+  if (tid < DEC_HEADS) sm_m[tid] = NEG_INF, sm_l[tid] = 0.0f;
+  float acc[DEC_ACC];
 #pragma unroll
-    for (int j = 0; j < 8; j++)
-      if (j < dpl) d += qv[j] * KV::load(kr, lane + 32 * j);
-    d = warp_sum(d);
-    const float mn = fmaxf(m, d);
-    const float c = expf(m - mn), e = expf(d - mn);
-    l = l * c + e;
+  for (int i = 0; i < DEC_ACC; i++) acc[i] = 0.0f;
+
+  for (int t0 = p0; t0 < p1; t0 += DEC_TILE) {
+    const int n = imin(DEC_TILE, p1 - t0);
+    __syncthreads();
+    if (tid < n) slots[tid] = kv_slot(table, t0 + tid, block_size);
+    __syncthreads();
+    float vb[DEC_VECS][8];
 #pragma unroll
-    for (int j = 0; j < 8; j++)
-      if (j < dpl) acc[j] = acc[j] * c + e * KV::load(vr, lane + 32 * j);
-    m = mn;
+    for (int i = 0; i < DEC_VECS; i++) {
+      const int e = tid + i * ATTN_THREADS;
+      if (e < n * vecs)
+        KV::load8(kv_row<KV>(vc, slots[e / vecs], kv_heads, kvh, head_dim), (e % vecs) << 3,
+                  vb[i]);
+    }
+    for (int e = tid; e < n * vecs; e += ATTN_THREADS) {
+      const int j = e / vecs, c = (e % vecs) << 3;
+      float v[8];
+      KV::load8(kv_row<KV>(kc, slots[j], kv_heads, kvh, head_dim), c, v);
+#pragma unroll
+      for (int i = 0; i < 8; i++) kvs[j][c + i] = v[i];
+    }
+    __syncthreads();
+    for (int e = tid; e < hn * DEC_TILE; e += ATTN_THREADS) {
+      const int g = e / DEC_TILE, j = e % DEC_TILE;
+      float sc = NEG_INF;
+      if (j < n) {
+        sc = 0.0f;
+        for (int d = 0; d < head_dim; d++) sc += qs[g][d] * kvs[j][d];
+      }
+      ps[g][j] = sc;
+    }
+    __syncthreads();
+    // Each head's softmax step (warp per head) while V replaces K in shared memory.
+    for (int g = warp; g < hn; g += ATTN_THREADS / 32) {
+      const float sc = ps[g][lane];
+      const float mn = fmaxf(sm_m[g], warp_max(sc));
+      const float p = sc == NEG_INF ? 0.0f : expf(sc - mn);
+      const float c = expf(sm_m[g] - mn), sum = warp_sum(p);
+      ps[g][lane] = p;
+      if (lane == 0) sm_c[g] = c, sm_l[g] = sm_l[g] * c + sum, sm_m[g] = mn;
+    }
+#pragma unroll
+    for (int i = 0; i < DEC_VECS; i++) {
+      const int e = tid + i * ATTN_THREADS;
+      if (e >= n * vecs) break;
+      const int j = e / vecs, c = (e % vecs) << 3;
+#pragma unroll
+      for (int k = 0; k < 8; k++) kvs[j][c + k] = vb[i][k];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < DEC_ACC; i++) {
+      const int e = tid + i * ATTN_THREADS;
+      if (e >= cells) break;
+      const int g = e / head_dim, d = e % head_dim;
+      float a = acc[i] * sm_c[g];
+      for (int j = 0; j < n; j++) a += ps[g][j] * kvs[j][d];
+      acc[i] = a;
+    }
   }
-  if (lane == 0) sm_m[warp] = m, sm_l[warp] = l;
-#pragma unroll
-  for (int j = 0; j < 8; j++)
-    if (j < dpl) sm_acc[warp][lane + 32 * j] = acc[j];
   __syncthreads();
-  if (warp != 0) return;
-  float mm = NEG_INF;
-  for (int w = 0; w < ATTN_WARPS; w++) mm = fmaxf(mm, sm_m[w]);
-  float ll = 0.0f, out[8];
-#pragma unroll
-  for (int j = 0; j < 8; j++) out[j] = 0.0f;
-  for (int w = 0; w < ATTN_WARPS; w++) {
-    const float f = sm_m[w] == NEG_INF ? 0.0f : expf(sm_m[w] - mm);
-    ll += sm_l[w] * f;
-#pragma unroll
-    for (int j = 0; j < 8; j++)
-      if (j < dpl) out[j] += sm_acc[w][lane + 32 * j] * f;
+  const size_t base = ((size_t)t * heads + h0) * splits + s;
+  if (tid < hn) {
+    const size_t idx = base + (size_t)tid * splits;
+    ml_out[2 * idx] = sm_m[tid], ml_out[2 * idx + 1] = sm_l[tid];
   }
-  const size_t idx = ((size_t)t * heads + h) * splits + s;
-  if (lane == 0) ml_out[2 * idx] = mm, ml_out[2 * idx + 1] = ll;
 #pragma unroll
-  for (int j = 0; j < 8; j++)
-    if (j < dpl) acc_out[idx * head_dim + lane + 32 * j] = out[j];
+  for (int i = 0; i < DEC_ACC; i++) {
+    const int e = tid + i * ATTN_THREADS;
+    if (e >= cells) break;
+    const int g = e / head_dim, d = e % head_dim;
+    acc_out[(base + (size_t)g * splits) * head_dim + d] = acc[i];
+  }
 }
 
 #define ATTN_SPLIT(name, KV)                                                               \

@@ -10,18 +10,34 @@
 #include "common.cuh"
 
 /*
- * The cache types: the bytes of 32 values, and value e of a head's row as attention reads
- * it (a quantized row is dequantized on load, its block's scale times its integer, as
- * ggml's dequantizers do).
+ * The cache types: the bytes of 32 values, value e of a head's row as attention reads it
+ * (a quantized row is dequantized on load, its block's scale times its integer, as ggml's
+ * dequantizers do), and values e..e+7 (e a multiple of 8) in as few loads as the layout
+ * allows: 16-byte loads for f32 and f16 rows; a quantized block is only 2-byte aligned (34
+ * and 18 bytes), so its 8 integers come as four 2-byte loads.
  */
 struct KvF32 {
   static constexpr int BYTES_32 = 128;
   __device__ static float load(const uint8_t *row, int e) { return ((const float *)row)[e]; }
+  __device__ static void load8(const uint8_t *row, int e, float *out) {
+    const float4 a = ld_f4((const float *)row + e), b = ld_f4((const float *)row + e + 4);
+    out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
+    out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+  }
 };
 
 struct KvF16 {
   static constexpr int BYTES_32 = 64;
   __device__ static float load(const uint8_t *row, int e) { return ld_f16(row + 2 * e); }
+  __device__ static void load8(const uint8_t *row, int e, float *out) {
+    const int4 w = ld_i128(row + 2 * e);
+    const uint32_t u[4] = {(uint32_t)w.x, (uint32_t)w.y, (uint32_t)w.z, (uint32_t)w.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      out[2 * i] = f16_to_f32((uint16_t)(u[i] & 0xffffu));
+      out[2 * i + 1] = f16_to_f32((uint16_t)(u[i] >> 16));
+    }
+  }
 };
 
 struct KvQ8_0 {
@@ -29,6 +45,16 @@ struct KvQ8_0 {
   __device__ static float load(const uint8_t *row, int e) {
     const uint8_t *b = row + (e >> 5) * 34;
     return ld_f16(b) * (float)(int8_t)b[2 + (e & 31)];
+  }
+  __device__ static void load8(const uint8_t *row, int e, float *out) {
+    const uint8_t *b = row + (e >> 5) * 34;
+    const float d = ld_f16(b);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const uint16_t w = ld_u16(b + 2 + (e & 31) + 2 * i);
+      out[2 * i] = d * (float)(int8_t)(w & 0xff);
+      out[2 * i + 1] = d * (float)(int8_t)(w >> 8);
+    }
   }
 };
 
@@ -40,6 +66,17 @@ struct KvQ4_0 {
     const uint8_t *b = row + (e >> 5) * 18;
     const int i = e & 31, byte = b[2 + (i & 15)];
     return ld_f16(b) * (float)((i < 16 ? byte & 15 : byte >> 4) - 8);
+  }
+  __device__ static void load8(const uint8_t *row, int e, float *out) {
+    const uint8_t *b = row + (e >> 5) * 18;
+    const float d = ld_f16(b);
+    const int i = e & 31, shift = i < 16 ? 0 : 4;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const int w = ld_u16(b + 2 + (i & 15) + 2 * k) >> shift;
+      out[2 * k] = d * (float)((w & 15) - 8);
+      out[2 * k + 1] = d * (float)(((w >> 8) & 15) - 8);
+    }
   }
 };
 

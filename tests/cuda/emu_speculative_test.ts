@@ -5,8 +5,6 @@
  * output projection stays cheap) and copies (designed successors, tests/bench/
  * copying_model.ts), so every choice is decisive: rows computed together differ from rows
  * computed alone in the last bits, and a random model's near-ties would flip on that.
- * Prompts run whole: a step of no output rows (a chunk of a prompt alone) is refused by the
- * CUDA backend's rowsOf.
  */
 
 import { assert, assertEquals } from "../support/assert.ts";

@@ -6,9 +6,13 @@
  * = tg tok/s x bytes read per token / bandwidth. tg128 is also measured reading the whole
  * logits row back and taking the argmax on the host, as the engine does today.
  *
- *   deno run -A tests/gpu/bench.ts [--quick] [--json FILE]
+ *   deno run -A tests/gpu/bench.ts [--quick] [--depth 4096,16384] [--json FILE]
  *
  * --quick: a small synthetic shape and few tokens (a dry run of the script itself).
+ * --depth: also decode after a context of each listed length (prefilled in chunks of
+ * DEPTH_CHUNK tokens that ask for no logits, as the engine feeds a long prompt): tg at that
+ * depth, the bytes a token reads there (weights + the f16 K/V of every position) and the
+ * decode efficiency, so attention's share of a long-context decode step shows.
  * --moe: also qwen3-30b-a3b Q4_K_M (an 18.6 GB synthetic file, written on first use in
  * about three minutes): a decode step reads the dense weights and 8 of each layer's 128
  * experts, ~1.9 GB, so an H200's 4.8 TB/s bounds it near 2,500 tokens/s.
@@ -34,6 +38,15 @@ interface Case {
   path: () => string;
 }
 
+interface DepthResult {
+  depth: number;
+  tg: number;
+  tgTokens: number;
+  bytesPerToken: number;
+  kvBytesPerToken: number;
+  decodeEfficiency: number;
+}
+
 interface Result {
   model: string;
   device: string;
@@ -49,17 +62,30 @@ interface Result {
   decodeEfficiency: number;
   graphSteps: number;
   captures: number;
+  depths: DepthResult[];
 }
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { quick: { type: "boolean" }, moe: { type: "boolean" }, json: { type: "string" } },
+  options: {
+    quick: { type: "boolean" },
+    moe: { type: "boolean" },
+    depth: { type: "string" },
+    json: { type: "string" },
+  },
 });
 const quick = values.quick ?? false;
 const PP = quick ? 32 : 512;
 const TG = quick ? 8 : 128;
 const REPS = quick ? 1 : 3;
 const BLOCK = 16;
+const DEPTHS = (values.depth ?? "").split(",").filter((d) => d !== "").map(Number);
+if (!DEPTHS.every((d) => Number.isSafeInteger(d) && d > 0)) {
+  throw new Error(`--depth ${values.depth}: positive integers, comma-separated`);
+}
+/** Tokens per prefill step when filling a context, and tokens decoded at each depth. */
+const DEPTH_CHUNK = 2048;
+const TG_DEPTH = quick ? 8 : 64;
 
 function smallPath(quant: FileType): string {
   const path = `${Deno.makeTempDirSync()}/small-${quant}.gguf`;
@@ -85,15 +111,18 @@ class Runner {
   readonly table: Int32Array;
 
   constructor(readonly gguf: GgufModel, readonly model: Model, readonly be: CudaBackend) {
-    const nBlocks = Math.ceil((PP + TG + 32) / BLOCK);
+    const positions = Math.max(PP + TG, ...DEPTHS.map((d) => d + TG_DEPTH)) + 32;
+    const nBlocks = Math.ceil(positions / BLOCK);
     this.table = Int32Array.from({ length: nBlocks }, (_, i) => i);
     this.cache = be.createKvCache({ ...model.kvShape, blockSize: BLOCK, nBlocks, dtype: "f16" });
   }
 
+  /** Positions start.. of the sequence, whose table holds the blocks it has, as the engine's. */
   #layout(n: number, start: number): StepLayout {
+    const blockTable = this.table.subarray(0, Math.ceil((start + n) / BLOCK));
     return {
       positions: Int32Array.from({ length: n }, (_, i) => start + i),
-      sequences: [{ rowStart: 0, rowCount: n, blockTable: this.table }],
+      sequences: [{ rowStart: 0, rowCount: n, blockTable }],
     };
   }
 
@@ -113,13 +142,36 @@ class Runner {
     return (performance.now() - t0) / 1000;
   }
 
-  /** Seconds for n tokens one at a time; `host` reads every logits row back. */
-  generate(n: number, host: boolean): number {
+  /** Positions 0..n-1 filled in steps of DEPTH_CHUNK tokens that return no logits. */
+  fill(n: number): void {
+    for (let at = 0; at < n; at += DEPTH_CHUNK) {
+      const len = Math.min(DEPTH_CHUNK, n - at);
+      const ids = Int32Array.from(
+        { length: len },
+        (_, i) => ((at + i) * 7919 + 13) % this.gguf.shape.vocabSize,
+      );
+      this.model.forward(
+        { ids, layout: this.#layout(len, at), logitRows: new Int32Array(0) },
+        this.cache,
+      );
+    }
+    this.be.synchronize();
+  }
+
+  /**
+   * Seconds for n tokens one at a time from position `start`; `host` reads every logits
+   * row back.
+   */
+  generate(n: number, host: boolean, start = 0): number {
     let next = 17;
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
       const logits = this.model.forward(
-        { ids: Int32Array.of(next), layout: this.#layout(1, i), logitRows: Int32Array.of(0) },
+        {
+          ids: Int32Array.of(next),
+          layout: this.#layout(1, start + i),
+          logitRows: Int32Array.of(0),
+        },
         this.cache,
       );
       next = host ? argmax(this.be.read(logits)) : this.be.argmaxRows(logits)[0];
@@ -161,7 +213,23 @@ function run(c: Case): Result {
         (t.name === "token_embd.weight" && !tied ? 0 : t.nBytes * (t.ne.length === 3 ? share : 1)),
       0,
     );
-    const bytesPerToken = weights + 2 * hp.nLayers * hp.nKvHeads * hp.headDim * 2 * (TG / 2);
+    // f16 K and V of one position over every layer.
+    const kvPerPosition = 2 * hp.nLayers * hp.nKvHeads * hp.headDim * 2;
+    const bytesPerToken = weights + kvPerPosition * (TG / 2);
+    const depths = DEPTHS.map((depth): DepthResult => {
+      r.fill(depth);
+      r.generate(4, false, depth);
+      const tgDepth = TG_DEPTH / best(REPS, () => r.generate(TG_DEPTH, false, depth));
+      const kvBytes = kvPerPosition * (depth + TG_DEPTH / 2);
+      return {
+        depth,
+        tg: tgDepth,
+        tgTokens: TG_DEPTH,
+        bytesPerToken: weights + kvBytes,
+        kvBytesPerToken: kvBytes,
+        decodeEfficiency: (tgDepth * (weights + kvBytes)) / (bandwidth * 1e9),
+      };
+    });
     const stats = be.stats();
     model.close();
     return {
@@ -179,6 +247,7 @@ function run(c: Case): Result {
       decodeEfficiency: (tg * bytesPerToken) / (bandwidth * 1e9),
       graphSteps: stats.graphSteps,
       captures: stats.captures,
+      depths,
     };
   } finally {
     be.close();
@@ -199,6 +268,23 @@ for (const r of results) {
       } | ` +
       `${(100 * r.decodeEfficiency).toFixed(1)}% |`,
   );
+}
+if (DEPTHS.length > 0) {
+  console.log(
+    `\n| model | context | tg${TG_DEPTH} t/s | MB/token | K/V share of bytes | decode efficiency |`,
+  );
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
+  for (const r of results) {
+    for (const d of r.depths) {
+      console.log(
+        `| ${r.model} | ${d.depth} | ${d.tg.toFixed(1)} | ${
+          (d.bytesPerToken / 1e6).toFixed(1)
+        } | ` +
+          `${(100 * d.kvBytesPerToken / d.bytesPerToken).toFixed(1)}% | ` +
+          `${(100 * d.decodeEfficiency).toFixed(1)}% |`,
+      );
+    }
+  }
 }
 console.log(
   `device: ${results[0]?.device}; graphs: ${

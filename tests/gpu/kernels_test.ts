@@ -1,7 +1,8 @@
 /**
  * Every CUDA kernel path against the reference backend on the GPU: matrix products of all
  * weight types at odd shapes (mat-vec, chunked, cuBLAS), norms, RoPE, elementwise ops,
- * gathers and embeddings, KV stores and paged attention, device argmax, and a batch of
+ * gathers and embeddings, KV stores and paged attention (decode at 4k and 16k positions
+ * too), device argmax, and a batch of
  * whole-model properties (graph replay equals eager launches, batching changes nothing).
  */
 
@@ -13,6 +14,7 @@ import { checkMatmul, MATMUL_TYPES } from "./checks/matmul.ts";
 import { checkArgmax, checkElementwise, checkGatherAndEmbed, checkRmsNorm } from "./checks/ops.ts";
 import { checkNormRope, checkRope } from "./checks/rope.ts";
 import { checkAttention, checkWindowedAttention } from "./checks/attention.ts";
+import { checkLongDecode, LONG_DECODE_CASES } from "./checks/long_attention.ts";
 import { checkCopiedRows, Decoder, smallModel } from "./checks/model.ts";
 import { argmax } from "../../src/common/argmax.ts";
 
@@ -56,6 +58,10 @@ gpuTest("gatherRows, embed, argmaxRows", (be) => {
 gpuTest("storeKv and paged attention", (be) => checkAttention(new Pair(be)));
 
 gpuTest("sliding-window attention", (be) => checkWindowedAttention(new Pair(be)));
+
+gpuTest("decode attention over 4k and 16k caches (GQA, f16 and q8_0, windows)", (be) => {
+  for (const c of LONG_DECODE_CASES) checkLongDecode(new Pair(be), c);
+});
 
 gpuTest("device bandwidth measured with device-to-device copies", (be) => {
   const gbs = be.bandwidthGBs();

@@ -130,7 +130,7 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
 
   rowsOf(a: Activation, rows: number): Activation {
     const x = asActivation(a, "rowsOf");
-    if (!(Number.isInteger(rows) && rows >= 1 && rows <= x.rows)) {
+    if (!(Number.isInteger(rows) && rows >= 0 && rows <= x.rows)) {
       throw invalidArgument("rowsOf", `${rows} rows of ${x.rows}`);
     }
     return new CudaActivation(rows, x.cols, x.ptr, x.base ?? x);

@@ -19,9 +19,11 @@ const PREFILL_MIN_ROWS = 16;
 /** Query rows per block of the tiled kernel, and the largest head it takes. */
 const PREFILL_ROWS = 16;
 const PREFILL_MAX_DIM = 128;
-/** Fewest positions worth a split of their own (4 warps x 32). */
+/** Fewest positions worth a split of their own (4 tiles of 32). */
 const POSITIONS_PER_SPLIT = 128;
 const MAX_SPLITS = 64;
+/** Query heads one decode block serves (DEC_HEADS of attention.cu). */
+const DECODE_HEADS = 8;
 
 /** Block-table stride for tables of up to `longest` blocks: a power of two, at least 16. */
 export function tableStride(longest: number): number {
@@ -31,17 +33,17 @@ export function tableStride(longest: number): number {
 }
 
 /**
- * Splits per (row, head) for attention: enough blocks to fill the GPU twice over, never
- * below POSITIONS_PER_SPLIT positions each. Depends on shapes only, so a graph captured
- * for one decode step fits the next.
+ * Splits per (row, block of query heads) for decode attention: enough blocks to fill the
+ * GPU twice over, never below POSITIONS_PER_SPLIT positions each. `maxPositions` is the
+ * block-table bucket's reach, so a graph captured for one decode step fits the next.
  */
 export function attentionSplits(
   rows: number,
-  heads: number,
+  headBlocks: number,
   maxPositions: number,
   multiprocessors: number,
 ): number {
-  const ctas = rows * heads;
+  const ctas = rows * headBlocks;
   const wanted = Math.ceil((2 * multiprocessors) / ctas);
   const bySize = Math.ceil(maxPositions / POSITIONS_PER_SPLIT);
   return Math.max(1, Math.min(wanted, bySize, MAX_SPLITS));
@@ -209,11 +211,13 @@ export function recordAttention(
     : [];
   const splitRows = layout.sequences.reduce((n, seq) => n + seq.rowCount, 0) -
     tiled.reduce((n, seq) => n + seq.rowCount, 0);
+  // A decode block serves up to DECODE_HEADS query heads of one KV head's group.
+  const headBlocks = nKvHeads * Math.ceil(nHeads / nKvHeads / DECODE_HEADS);
   // A window bounds what any row sees: no more splits than its positions fill.
   const reach = tableStrideFor(layout) * spec.blockSize;
   const splits = attentionSplits(
     rows,
-    nHeads,
+    headBlocks,
     window > 0 ? Math.min(window, reach) : reach,
     ctx.device.multiprocessors,
   );
@@ -247,7 +251,7 @@ export function recordAttention(
       if (!tiled.includes(seq)) view.fill(s, seq.rowStart, seq.rowStart + seq.rowCount);
     });
   });
-  tape.launch(ctx.k(`attn_split_${spec.dtype}`), nHeads, rows, splits, ATTN_THREADS)
+  tape.launch(ctx.k(`attn_split_${spec.dtype}`), headBlocks, rows, splits, ATTN_THREADS)
     .p(acc).p(ml).p(queries).p(cache.k[layer]).p(cache.v[layer])
     .p(dl.positions).p(rowSeq).p(dl.tables)
     .i(dl.stride).i(nHeads).i(nKvHeads).i(headDim).i(spec.blockSize).i(splits).f(scale)
