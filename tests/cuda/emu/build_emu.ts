@@ -107,6 +107,7 @@ async function build(): Promise<string> {
 const CONTROL = {
   emu_configure: { parameters: ["buffer", "f64"], result: "i32" },
   emu_stat: { parameters: ["buffer"], result: "f64" },
+  emu_drain: { parameters: [], result: "i32" },
 } as const;
 
 /** The emulator's knobs and counters (the same library instance the backend loaded). */
@@ -127,6 +128,11 @@ export class EmuControl {
   /** launches, graph_launches, captures, graph_nodes, allocations, live_bytes, gemms. */
   stat(key: string): number {
     return this.#lib.symbols.emu_stat(new TextEncoder().encode(`${key}\0`));
+  }
+
+  /** Runs all queued device work now (a stand-in for stream-ordered host work); its CUresult. */
+  drain(): number {
+    return this.#lib.symbols.emu_drain();
   }
 
   close(): void {

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +30,7 @@ enum {
   E_INVALID_CONTEXT = 201,
   E_INVALID_HANDLE = 400,
   E_NOT_FOUND = 500,
+  E_NOT_READY = 600,
   E_ILLEGAL_ADDRESS = 700,
   E_MISALIGNED_ADDRESS = 716,
   E_LAUNCH_FAILED = 719,
@@ -63,14 +67,26 @@ struct Node {
   std::vector<std::vector<char>> params;
 };
 
+/* Work queued on a stream: it runs at a synchronisation point, not when it is issued. */
+struct Op {
+  uint64_t seq;
+  std::function<CUresult()> run;
+};
+
 struct Stream {
   bool capturing = false;
   bool invalidated = false;
+  /* Created without CU_STREAM_NON_BLOCKING: the legacy stream waits for it. */
+  bool blocking = true;
   std::vector<Node> nodes;
+  std::deque<Op> queue;
+  uint64_t issued = 0;
+  uint64_t done = 0;
 };
 
 struct Graph {
-  std::vector<Node> nodes;
+  /* Shared with launches still queued when the exec is destroyed. */
+  std::shared_ptr<const std::vector<Node>> nodes;
 };
 
 struct Module {
@@ -84,6 +100,11 @@ struct Function {
 struct Event {
   double ms = 0;
   bool recorded = false;
+  /* Where its last record sits: complete once that stream's `done` reaches `seq`. */
+  Stream *stream = nullptr;
+  uint64_t seq = 0;
+  uint64_t generation = 0;
+  bool complete = true;
 };
 
 extern Config cfg;
@@ -93,8 +114,11 @@ extern void *current_ctx;
 extern int ctx_refs;
 extern std::map<uintptr_t, Alloc> allocs;
 extern std::set<Stream *> streams;
+/* The legacy (NULL) stream's queue. */
+extern Stream legacy;
 /* The first launch failure: like the real driver's, later calls keep failing. */
 extern std::string sticky;
+extern CUresult sticky_code;
 extern char primary_ctx_token;
 
 const size_t PAGE = 4096;
@@ -111,7 +135,21 @@ const Alloc *find(CUdeviceptr p, size_t n);
 bool canary_ok(uintptr_t base, const Alloc &a);
 CUresult check_canaries();
 Stream *stream_of(void *s);
+/* The queue work on handle `s` goes to (the legacy stream's for NULL). */
+Stream *queue_of(void *s);
 CUresult run_node(const Node &n);
+/* Queues `run` on `s`; its sequence number. */
+uint64_t enqueue(Stream *s, std::function<CUresult()> run);
+/* Queues `run` on stream handle `s` (the legacy stream first waits for blocking ones). */
+CUresult issue(void *s, std::function<CUresult()> run);
+/* Records a failure of queued work: reported by every later synchronisation. */
+CUresult fail_sticky(const std::string &why, CUresult code);
+/* Runs `s`'s queued work up to and including `seq` (all of it by default). */
+CUresult drain(Stream *s, uint64_t seq = UINT64_MAX);
+/* Runs the work queued on every stream. */
+CUresult drain_all();
+/* The result a synchronisation reports: the first failure of queued work, else OK. */
+CUresult sync_result();
 /* A copy on `stream` (async) or the legacy stream: refused on a capturing stream. */
 CUresult copy_checks(void *stream, bool async);
 void entries_of_ptx(const char *ptx, std::set<std::string> &out);
