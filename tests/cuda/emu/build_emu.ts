@@ -125,7 +125,8 @@ export class EmuControl {
     }
   }
 
-  /** launches, graph_launches, captures, graph_nodes, allocations, live_bytes, gemms. */
+  /** launches, graph_launches, captures, graph_nodes, allocations, live_bytes, gemms,
+   * sticky_error, order (NEURON_EMU_ORDER: 0 forward, 1 reverse, 2 shuffle, -1 invalid). */
   stat(key: string): number {
     return this.#lib.symbols.emu_stat(new TextEncoder().encode(`${key}\0`));
   }

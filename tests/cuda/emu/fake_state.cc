@@ -180,6 +180,7 @@ double emu_stat(const char *key) {
   if (k == "live_bytes") return stats.live_bytes;
   if (k == "gemms") return stats.gemms;
   if (k == "sticky_error") return sticky.empty() ? 0 : 1;
+  if (k == "order") return emu_order_mode();
   return -1;
 }
 
