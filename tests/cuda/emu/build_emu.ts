@@ -3,11 +3,14 @@
  * kernels/cuda compiled as host C++ with NEURON_EMU, the fiber runtime, and a stand-in
  * libcuda + libcublas over them. The CUDA backend loads it as both libraries, so every
  * backend path (module loading, launches, graphs, cuBLAS calls) runs on machines without a
- * GPU. Rebuilt only when a source changes; concurrent test processes each build in their
- * own directory and rename into place.
+ * GPU. The kernels' launch limits come from the PTX and cubins of the CUDA build
+ * (kernel_limits.ts), compiled in as a generated source. Rebuilt only when a source or a
+ * limit changes; concurrent test processes each build in their own directory and rename
+ * into place.
  */
 
-import { withBuildLock } from "../../../kernels/build_cuda.ts";
+import { buildCudaKernels, withBuildLock } from "../../../kernels/build_cuda.ts";
+import { kernelLimits, limitsSource } from "./kernel_limits.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const KERNELS = `${ROOT}kernels/cuda/`;
@@ -36,8 +39,12 @@ function sources(dir: string, exts: string[]): string[] {
     .sort();
 }
 
-async function hash(files: string[]): Promise<string> {
-  const parts = [JSON.stringify(FLAGS), ...files.flatMap((f) => [f, Deno.readTextFileSync(f)])];
+async function hash(files: string[], generated: string): Promise<string> {
+  const parts = [
+    JSON.stringify(FLAGS),
+    generated,
+    ...files.flatMap((f) => [f, Deno.readTextFileSync(f)]),
+  ];
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(parts.join("\0")));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -61,8 +68,9 @@ export async function cxxAvailable(): Promise<boolean> {
   }
 }
 
-/** The emulator library's path, built first when stale. */
-export function buildEmulator(): Promise<string> {
+/** The emulator library's path, built first when stale (the CUDA kernels too). */
+export async function buildEmulator(): Promise<string> {
+  await buildCudaKernels();
   Deno.mkdirSync(OUT_DIR, { recursive: true });
   return withBuildLock(`${OUT_DIR}.emu.lock`, build);
 }
@@ -70,11 +78,13 @@ export function buildEmulator(): Promise<string> {
 async function build(): Promise<string> {
   const cu = sources(KERNELS, [".cu"]);
   const all = [...cu, ...sources(KERNELS, [".cuh"]), ...sources(EMU, [".cc", ".h"])];
-  const h = await hash(all);
+  const limits = limitsSource(kernelLimits());
+  const h = await hash(all, limits);
   if (stamp() === h) return EMU_LIBRARY;
   Deno.mkdirSync(OUT_DIR, { recursive: true });
   const work = Deno.makeTempDirSync({ dir: OUT_DIR, prefix: "tmp-" });
   try {
+    Deno.writeTextFileSync(`${work}/limits.cc`, limits);
     const out = await new Deno.Command("g++", {
       args: [
         ...FLAGS,
@@ -84,6 +94,7 @@ async function build(): Promise<string> {
         "-x",
         "none",
         ...sources(EMU, [".cc"]),
+        `${work}/limits.cc`,
         "-o",
         `${work}/lib.so`,
       ],
@@ -118,7 +129,8 @@ export class EmuControl {
     this.#lib = Deno.dlopen(path, CONTROL);
   }
 
-  /** init_result, device_count, cc_major, cc_minor, total_mb, sm_count, reset_stats. */
+  /** init_result, device_count, cc_major, cc_minor, total_mb, sm_count, regs_per_block,
+   * reset_stats. */
   set(key: string, value: number): void {
     if (this.#lib.symbols.emu_configure(new TextEncoder().encode(`${key}\0`), value) !== 0) {
       throw new Error(`unknown emulator setting ${key}`);

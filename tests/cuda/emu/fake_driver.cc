@@ -6,6 +6,7 @@
  * kernels named by cuModuleGetFunction must appear in the loaded image.
  */
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "fake_state.h"
@@ -62,7 +63,9 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 76: *v = cfg.cc_minor; return OK;
     case 16: *v = cfg.sm_count; return OK;
     case 38: *v = 50 * 1024 * 1024; return OK;
-    case 97: *v = 227 * 1024; return OK;
+    case 97: *v = shared_optin_limit(); return OK;
+    case 8: *v = DEFAULT_DYNAMIC_SHARED; return OK;
+    case 12: *v = cfg.regs_per_block; return OK;
     case 1: *v = 1024; return OK;
     default: return E_INVALID_VALUE;
   }
@@ -102,8 +105,13 @@ CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n_options, i
   const unsigned char *img = (const unsigned char *)image;
   if (img[0] == 0x7f && img[1] == 'E' && img[2] == 'L' && img[3] == 'F') {
     entries_of_elf(img, m->entries);
+    uint32_t flags;
+    std::memcpy(&flags, img + 0x30, 4);
+    m->arch = (int)((flags >> 8) & 0xff);
   } else if (std::strstr((const char *)image, ".version") != nullptr) {
     entries_of_ptx((const char *)image, m->entries);
+    const char *t = std::strstr((const char *)image, ".target sm_");
+    m->arch = t ? std::atoi(t + 11) : 0;
   } else {
     delete m;
     return E_INVALID_IMAGE;
@@ -129,7 +137,14 @@ CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
                  name);
     return E_NOT_FOUND;
   }
-  *out = new Function{k};
+  const EmuLimits *limits = limits_of(m->arch, name);
+  if (!limits && m->arch != 0) {
+    /* An image built for a GPU whose numbers the table lacks: its launches cannot be checked. */
+    std::fprintf(stderr, "fake libcuda: no launch limits for %s on sm_%d (kernel_limits.ts)\n",
+                 name, m->arch);
+    return E_NOT_FOUND;
+  }
+  *out = new Function{k, limits};
   return OK;
 }
 
@@ -145,7 +160,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 ||
       (unsigned long)bx * by * bz > 1024)
     return E_INVALID_VALUE;
-  if (shmem > 48 * 1024) return E_INVALID_VALUE;
+  if (CUresult r = launch_limits(*(const Function *)f, bx * by * bz, shmem)) return r;
   if (!k->sizes.empty() && !params) return E_INVALID_VALUE;
   Stream *s = stream_of(stream);
   if (stream != nullptr && !s) return E_INVALID_HANDLE;
@@ -243,6 +258,7 @@ CUresult cuGetErrorName(CUresult code, const char **out) {
       {500, "CUDA_ERROR_NOT_FOUND"},
       {600, "CUDA_ERROR_NOT_READY"},
       {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+      {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
       {716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
       {719, "CUDA_ERROR_LAUNCH_FAILED"},
       {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"},

@@ -161,6 +161,7 @@ int emu_configure(const char *key, double value) {
   else if (k == "cc_minor") cfg.cc_minor = (int)value;
   else if (k == "total_mb") cfg.total_mb = value;
   else if (k == "sm_count") cfg.sm_count = (int)value;
+  else if (k == "regs_per_block") cfg.regs_per_block = (int)value;
   else if (k == "reset_stats") stats = Stats{};
   else return -1;
   return 0;

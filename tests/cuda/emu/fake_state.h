@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "emu_limits.h"
 #include "emu_runtime.h"
 
 typedef int CUresult;
@@ -32,6 +33,7 @@ enum {
   E_NOT_FOUND = 500,
   E_NOT_READY = 600,
   E_ILLEGAL_ADDRESS = 700,
+  E_LAUNCH_OUT_OF_RESOURCES = 701,
   E_MISALIGNED_ADDRESS = 716,
   E_LAUNCH_FAILED = 719,
   E_CAPTURE_UNSUPPORTED = 900,
@@ -47,6 +49,8 @@ struct Config {
   int cc_minor = 0;
   double total_mb = 16384;
   int sm_count = 132;
+  /* The register file one block may use (an H100/H200's). */
+  int regs_per_block = 65536;
 };
 
 struct Stats {
@@ -91,11 +95,26 @@ struct Graph {
 
 struct Module {
   std::set<std::string> entries;
+  /* The architecture the image was built for (`.target sm_N`, a cubin's e_flags); 0 unknown. */
+  int arch = 0;
 };
+
+/* Dynamic shared memory a launch may ask for without cuFuncSetAttribute. */
+const int DEFAULT_DYNAMIC_SHARED = 48 * 1024;
 
 struct Function {
   const EmuKernel *kernel;
+  /* Null for a kernel the limits table does not know (the emulator's own probes). */
+  const EmuLimits *limits;
+  int max_dynamic_shared = DEFAULT_DYNAMIC_SHARED;
 };
+
+/* The table's entry for kernel `name` built for `arch`, or null. */
+const EmuLimits *limits_of(int arch, const char *name);
+/* The most shared memory one block may have with the opt-in (sm_90/sm_100: 227 KiB). */
+int shared_optin_limit();
+/* Why a launch of `f` with these dimensions and dynamic shared memory cannot run, or OK. */
+CUresult launch_limits(const Function &f, unsigned threads, unsigned shmem);
 
 struct Event {
   double ms = 0;
