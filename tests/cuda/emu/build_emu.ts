@@ -21,7 +21,6 @@ export const EMU_LIBRARY = `${OUT_DIR}libcuda_emu.so`;
 const FLAGS = [
   "-O2",
   "-std=c++17",
-  "-shared",
   "-fPIC",
   "-fvisibility=hidden",
   "-DNEURON_EMU",
@@ -32,6 +31,45 @@ const FLAGS = [
   `-I${EMU}`,
 ];
 
+/** Whether this CPU has FMA instructions (x86-64 from Haswell on). */
+function cpuHasFma(): boolean {
+  try {
+    return /^flags\s*:.*\bfma\b/m.test(Deno.readTextFileSync("/proc/cpuinfo"));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The kernels contract a * b + c into one FMA wherever they can, as nvcc does by default
+ * (--fmad=true), so that tolerances measured here hold on a GPU; __fmul_rn and friends stay
+ * unfused (emu.h). The emulator's own code (the fake cuBLAS among it) is not contracted.
+ */
+const KERNEL_FLAGS = ["-ffp-contract=fast", ...(cpuHasFma() ? ["-mfma"] : [])];
+const RUNTIME_FLAGS = ["-ffp-contract=off"];
+
+/** The variants NEURON_EMU_SANITIZE selects: UBSan with bounds checks on every array the
+ * compiler knows the size of (shared and local arrays of the kernels included); any report
+ * aborts the process. */
+const VARIANTS: Record<string, string[]> = {
+  "": [],
+  ubsan: ["-fsanitize=undefined,bounds", "-fno-sanitize-recover=all", "-g"],
+};
+
+/** The variant NEURON_EMU_SANITIZE names ("" for none). */
+export function emuVariant(): string {
+  const v = Deno.env.get("NEURON_EMU_SANITIZE") ?? "";
+  if (!(v in VARIANTS)) {
+    throw new Error(`NEURON_EMU_SANITIZE=${v}: the emulator variants are ubsan (or unset)`);
+  }
+  return v;
+}
+
+/** Where the emulator of `variant` is built. */
+export function emuLibrary(variant = emuVariant()): string {
+  return variant === "" ? EMU_LIBRARY : `${OUT_DIR}libcuda_emu-${variant}.so`;
+}
+
 function sources(dir: string, exts: string[]): string[] {
   return [...Deno.readDirSync(dir)]
     .filter((e) => e.isFile && exts.some((x) => e.name.endsWith(x)))
@@ -39,9 +77,9 @@ function sources(dir: string, exts: string[]): string[] {
     .sort();
 }
 
-async function hash(files: string[], generated: string): Promise<string> {
+async function hash(files: string[], generated: string, variant: string): Promise<string> {
   const parts = [
-    JSON.stringify(FLAGS),
+    JSON.stringify([FLAGS, KERNEL_FLAGS, RUNTIME_FLAGS, VARIANTS[variant]]),
     generated,
     ...files.flatMap((f) => [f, Deno.readTextFileSync(f)]),
   ];
@@ -49,10 +87,10 @@ async function hash(files: string[], generated: string): Promise<string> {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function stamp(): string | null {
+function stamp(lib: string): string | null {
   try {
-    Deno.statSync(EMU_LIBRARY);
-    return Deno.readTextFileSync(`${EMU_LIBRARY}.stamp`).trim();
+    Deno.statSync(lib);
+    return Deno.readTextFileSync(`${lib}.stamp`).trim();
   } catch {
     return null;
   }
@@ -68,51 +106,50 @@ export async function cxxAvailable(): Promise<boolean> {
   }
 }
 
-/** The emulator library's path, built first when stale (the CUDA kernels too). */
+/** The emulator library's path (of the NEURON_EMU_SANITIZE variant), built first when
+ * stale (the CUDA kernels too). */
 export async function buildEmulator(): Promise<string> {
+  const variant = emuVariant();
   await buildCudaKernels();
   Deno.mkdirSync(OUT_DIR, { recursive: true });
-  return withBuildLock(`${OUT_DIR}.emu.lock`, build);
+  return withBuildLock(`${OUT_DIR}.emu${variant}.lock`, () => build(variant));
 }
 
-async function build(): Promise<string> {
+async function gxx(args: string[], cwd: string): Promise<void> {
+  const out = await new Deno.Command("g++", { args, cwd, stdout: "piped", stderr: "piped" })
+    .output();
+  if (!out.success) {
+    throw new Error(`building the CUDA emulator failed:\n${new TextDecoder().decode(out.stderr)}`);
+  }
+}
+
+async function build(variant: string): Promise<string> {
+  const lib = emuLibrary(variant);
   const cu = sources(KERNELS, [".cu"]);
-  const all = [...cu, ...sources(KERNELS, [".cuh"]), ...sources(EMU, [".cc", ".h"])];
+  const runtime = sources(EMU, [".cc"]);
+  const all = [...cu, ...sources(KERNELS, [".cuh"]), ...runtime, ...sources(EMU, [".h"])];
   const limits = limitsSource(kernelLimits());
-  const h = await hash(all, limits);
-  if (stamp() === h) return EMU_LIBRARY;
-  Deno.mkdirSync(OUT_DIR, { recursive: true });
+  const h = await hash(all, limits, variant);
+  if (stamp(lib) === h) return lib;
   const work = Deno.makeTempDirSync({ dir: OUT_DIR, prefix: "tmp-" });
   try {
     Deno.writeTextFileSync(`${work}/limits.cc`, limits);
-    const out = await new Deno.Command("g++", {
-      args: [
-        ...FLAGS,
-        "-x",
-        "c++",
-        ...cu,
-        "-x",
-        "none",
-        ...sources(EMU, [".cc"]),
-        `${work}/limits.cc`,
-        "-o",
-        `${work}/lib.so`,
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    if (!out.success) {
-      throw new Error(
-        `building the CUDA emulator failed:\n${new TextDecoder().decode(out.stderr)}`,
-      );
-    }
+    const extra = VARIANTS[variant];
+    // Two compiles (kernels, runtime) at once: their floating-point flags differ.
+    await Promise.all([
+      gxx([...FLAGS, ...extra, ...KERNEL_FLAGS, "-c", "-x", "c++", ...cu], work),
+      gxx([...FLAGS, ...extra, ...RUNTIME_FLAGS, "-c", ...runtime, `${work}/limits.cc`], work),
+    ]);
+    const objects = [...Deno.readDirSync(work)].filter((e) => e.name.endsWith(".o"))
+      .map((e) => `${work}/${e.name}`).sort();
+    await gxx(["-shared", ...extra, ...objects, "-o", `${work}/lib.so`], work);
     Deno.writeTextFileSync(`${work}/stamp`, `${h}\n`);
-    Deno.renameSync(`${work}/lib.so`, EMU_LIBRARY);
-    Deno.renameSync(`${work}/stamp`, `${EMU_LIBRARY}.stamp`);
+    Deno.renameSync(`${work}/lib.so`, lib);
+    Deno.renameSync(`${work}/stamp`, `${lib}.stamp`);
   } finally {
     Deno.removeSync(work, { recursive: true });
   }
-  return EMU_LIBRARY;
+  return lib;
 }
 
 const CONTROL = {
