@@ -15,7 +15,7 @@ import { checkArgmax, checkRmsNorm } from "../gpu/checks/ops.ts";
 import { checkRope } from "../gpu/checks/rope.ts";
 import { checkAttention } from "../gpu/checks/attention.ts";
 import { Decoder, smallModel } from "../gpu/checks/model.ts";
-import { CudaDriver } from "../../src/backend/cuda/driver.ts";
+import { runProbe } from "./emu/probe.ts";
 
 const emu = await emulator();
 if (emu === null) throw new Error("the emulator cannot be built here");
@@ -77,41 +77,14 @@ try {
 
 /** When each thread of the emulator's order probe first ran, block by block. */
 function probe(): number[] {
-  const driver = CudaDriver.open(emu!.lib);
-  driver.retainPrimaryContext(0);
-  const sym = driver.sym;
   const n = 32;
-  const { ptr, rc } = driver.memAlloc(4 * (n + 1));
-  driver.check("cuMemAlloc", rc);
-  const out = new BigUint64Array(1);
-  try {
-    const image = new TextEncoder().encode(".version 8.0\n.entry emu_order_probe(\n\0");
-    driver.check("cuModuleLoadDataEx", sym.cuModuleLoadDataEx(out, image, 0, null, null));
-    const mod = Deno.UnsafePointer.create(out[0]);
-    const name = new TextEncoder().encode("emu_order_probe\0");
-    driver.check("cuModuleGetFunction", sym.cuModuleGetFunction(out, mod, name));
-    const fn = Deno.UnsafePointer.create(out[0]);
-    const view = new Int32Array(
-      Deno.UnsafePointerView.getArrayBuffer(Deno.UnsafePointer.create(BigInt(ptr))!, 4 * (n + 1)),
-    );
-    view[n] = 0;
-    const args = new BigUint64Array([BigInt(ptr), BigInt(ptr + 4 * n)]);
-    const params = new BigUint64Array([
-      BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(args.subarray(0, 1)))),
-      BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(args.subarray(1, 2)))),
-    ]);
-    driver.check(
-      "cuLaunchKernel",
-      sym.cuLaunchKernel(fn, 2, 2, 1, 8, 1, 1, 0, null, Deno.UnsafePointer.of(params), null),
-    );
-    driver.check("cuCtxSynchronize", sym.cuCtxSynchronize());
-    driver.check("cuModuleUnload", sym.cuModuleUnload(mod));
-    return Array.from(view.subarray(0, n));
-  } finally {
-    driver.memFree(ptr);
-    driver.releasePrimaryContext(0);
-    driver.close();
-  }
+  const seq = runProbe(emu!.lib, "emu_order_probe", {
+    grid: [2, 2],
+    block: 8,
+    words: n + 1,
+    params: (memory) => [memory, memory + BigInt(4 * n)],
+  });
+  return Array.from(seq.subarray(0, n));
 }
 
 const all = new Uint8Array(reads.reduce((n, r) => n + r.length, 0));

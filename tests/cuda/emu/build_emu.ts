@@ -53,7 +53,7 @@ const RUNTIME_FLAGS = ["-ffp-contract=off"];
  * aborts the process. */
 const VARIANTS: Record<string, string[]> = {
   "": [],
-  ubsan: ["-fsanitize=undefined,bounds", "-fno-sanitize-recover=all", "-g"],
+  ubsan: ["-fsanitize=undefined,bounds", "-fno-sanitize-recover=all", "-g", "-O1"],
 };
 
 /** The variant NEURON_EMU_SANITIZE names ("" for none). */
