@@ -19,6 +19,7 @@
 
 #include "emu.h"
 #include "emu_runtime.h"
+#include "emu_schedule.h"
 
 #if !defined(__x86_64__)
 #error "the CUDA emulator's fiber switch is written for x86-64"
@@ -186,60 +187,11 @@ bool release_block(Runtime &r) {
   return true;
 }
 
-/*
- * The order threads get the CPU and blocks run in, from NEURON_EMU_ORDER: `forward` (the
- * default), `reverse`, or `shuffle:SEED` (a new permutation every scheduling round and every
- * launch, drawn from SEED). A kernel whose result depends on it has a race that real
- * hardware, which promises no order, would show some day.
- */
-struct Schedule {
-  enum Mode { FORWARD, REVERSE, SHUFFLE } mode = FORWARD;
-  uint64_t state = 0;
-  std::string error;
-
-  Schedule() {
-    const char *env = std::getenv("NEURON_EMU_ORDER");
-    const std::string v = env ? env : "";
-    char *end = nullptr;
-    if (v.empty() || v == "forward") {
-      mode = FORWARD;
-    } else if (v == "reverse") {
-      mode = REVERSE;
-    } else if (v.rfind("shuffle:", 0) == 0 && v.size() > 8 &&
-               (state = std::strtoull(v.c_str() + 8, &end, 10), *end == 0)) {
-      mode = SHUFFLE;
-    } else {
-      error = "NEURON_EMU_ORDER=" + v + " is not forward, reverse or shuffle:SEED";
-    }
-  }
-
-  /* splitmix64: a fixed sequence per seed, the same on every machine. */
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
-  /* 0..n-1 in this schedule's order. */
-  void order(int n, std::vector<int> &out) {
-    out.resize((size_t)n);
-    for (int i = 0; i < n; i++) out[(size_t)i] = mode == REVERSE ? n - 1 - i : i;
-    if (mode != SHUFFLE) return;
-    for (int i = n - 1; i > 0; i--) std::swap(out[(size_t)i], out[(size_t)(next() % (uint64_t)(i + 1))]);
-  }
-};
-
-Schedule &schedule() {
-  static Schedule s;
-  return s;
-}
-
 /* Runs one block to completion; false after an error. */
 bool run_block(Runtime &r) {
   static std::vector<int> order;
   for (;;) {
-    schedule().order(r.n, order);
+    emu_schedule_order(r.n, order);
     for (int i : order) {
       EmuFiber &f = r.fibers[i];
       if (f.state != RUNNING) continue;
@@ -362,8 +314,6 @@ int emu_register_kernel(const char *name, EmuCall call, const size_t *sizes, int
   return 0;
 }
 
-int emu_order_mode() { return schedule().error.empty() ? (int)schedule().mode : -1; }
-
 const EmuKernel *emu_find_kernel(const char *name) {
   auto it = registry().find(name);
   return it == registry().end() ? nullptr : &it->second;
@@ -374,7 +324,7 @@ std::string emu_launch(const EmuKernel &k, dim3 grid, dim3 block, void **params)
   r.error.clear();
   const long threads = (long)block.x * block.y * block.z;
   if (threads <= 0 || threads > MAX_THREADS) return "block of " + std::to_string(threads) + " threads";
-  if (!schedule().error.empty()) return schedule().error;
+  if (!emu_schedule_error().empty()) return emu_schedule_error();
   r.n = (int)threads;
   r.call = k.call;
   r.params = params;
@@ -383,7 +333,7 @@ std::string emu_launch(const EmuKernel &k, dim3 grid, dim3 block, void **params)
   const long blocks = (long)grid.x * grid.y * grid.z;
   if (blocks > (long)INT32_MAX) return "grid of " + std::to_string(blocks) + " blocks";
   std::vector<int> order;
-  schedule().order((int)blocks, order);
+  emu_schedule_order((int)blocks, order);
   for (int b : order) {
     const unsigned x = (unsigned)(b % grid.x), y = (unsigned)(b / grid.x % grid.y),
                    z = (unsigned)(b / grid.x / grid.y);

@@ -16,6 +16,3 @@ const EmuKernel *emu_find_kernel(const char *name);
 
 /* Runs a whole grid; an empty string on success, else what went wrong. */
 std::string emu_launch(const EmuKernel &k, dim3 grid, dim3 block, void **params);
-
-/* NEURON_EMU_ORDER as the runtime read it: 0 forward, 1 reverse, 2 shuffle, -1 invalid. */
-int emu_order_mode();

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "emu_schedule.h"
 #include "fake_state.h"
 
 namespace fake {
