@@ -143,7 +143,9 @@ export class NcclCommunicator implements Communicator {
   readonly memory = "device" as const;
   #comm: Deno.PointerObject | null;
   #aborted = false;
-  readonly #host = new Float32Array(1);
+  /** The sanity check's value, in pinned memory: an async copy reads or writes it after
+   * the call returns, so it must not be a JS buffer the collector may move or free. */
+  readonly #host: Float32Array;
 
   private constructor(
     readonly rank: number,
@@ -154,9 +156,11 @@ export class NcclCommunicator implements Communicator {
     private readonly device: number,
     private readonly stream: Deno.PointerValue,
     private readonly scratch: number,
+    private readonly pinned: { ptr: Deno.PointerObject; buffer: ArrayBuffer },
     private readonly watchdog: Watchdog,
   ) {
     this.#comm = comm;
+    this.#host = new Float32Array(pinned.buffer, 0, 1);
   }
 
   /**
@@ -175,6 +179,8 @@ export class NcclCommunicator implements Communicator {
       const { ptr: scratch, rc: allocRc } = driver.memAlloc(4);
       driver.check("cuMemAlloc_v2", allocRc);
       undo.push(() => driver.memFree(scratch));
+      const pinned = driver.memAllocHost(4);
+      undo.push(() => driver.memFreeHost(pinned.ptr));
       if (Deno.env.get("NCCL_COMM_BLOCKING") === undefined) Deno.env.set("NCCL_COMM_BLOCKING", "0");
       const out = new BigUint64Array(1);
       const rc = lib.sym.ncclCommInitRank(out, size, Uint8Array.from(id), rank);
@@ -205,6 +211,7 @@ export class NcclCommunicator implements Communicator {
         options.device,
         stream,
         scratch,
+        pinned,
         watchdog,
       );
     } catch (err) {
@@ -277,7 +284,7 @@ export class NcclCommunicator implements Communicator {
 
   sanityCheck(): number {
     this.#host[0] = 1;
-    const host = Deno.UnsafePointer.of(this.#host);
+    const host = this.pinned.ptr;
     const d = this.driver;
     const dev = BigInt(this.scratch);
     d.check("cuMemcpyHtoDAsync", d.sym.cuMemcpyHtoDAsync_v2(dev, host, 4n, this.stream));
@@ -312,6 +319,7 @@ export class NcclCommunicator implements Communicator {
     if (!this.#aborted && this.watchdog.fired === 0) this.lib.sym.ncclCommDestroy(this.#comm);
     this.#comm = null;
     this.driver.memFree(this.scratch);
+    this.driver.memFreeHost(this.pinned.ptr);
     this.driver.sym.cuStreamDestroy_v2(this.stream);
     this.driver.releasePrimaryContext(this.device);
     this.driver.close();

@@ -90,11 +90,14 @@ test("emulated CUDA: allReduce runs the collective on the backend's stream, in s
   const y = p.activation(3, 40);
   const calls: Array<{ count: number; dtype: string; stream: boolean }> = [];
   // The emulated device's memory is host memory: a two-rank sum of equal halves doubles.
+  // The collective runs here, on the host, at the call: the queued work before it runs
+  // first, as the stream would order it.
   const group = {
     rank: 0,
     size: 2,
     allReduceSum(address: bigint, count: number, dtype: string, stream: Deno.PointerValue) {
       calls.push({ count, dtype, stream: stream !== null });
+      assertEquals(emu!.control.drain(), 0);
       const view = new Float32Array(
         Deno.UnsafePointerView.getArrayBuffer(Deno.UnsafePointer.create(address)!, count * 4),
       );

@@ -51,7 +51,7 @@ export function emulator(): Promise<Emulator | null> {
   return pending;
 }
 
-/** The emulator's device settings back to a plain 9.0 GPU with 16 GiB. */
+/** The emulator's device settings back to a plain 9.0 GPU with 16 GiB (an H100's registers). */
 export function resetEmulator(emu: Emulator): void {
   for (
     const [k, v] of Object.entries({
@@ -60,6 +60,7 @@ export function resetEmulator(emu: Emulator): void {
       cc_major: 9,
       cc_minor: 0,
       total_mb: 16384,
+      regs_per_block: 65536,
     })
   ) {
     emu.control.set(k, v);

@@ -100,10 +100,18 @@ inline int __float_as_int(float f) {
   return i;
 }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-/* Rounded f32 arithmetic that nvcc never fuses into an FMA (the host build has no FMA). */
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
+/*
+ * Rounded f32 arithmetic that nvcc never fuses into an FMA. The kernels are built with FMA
+ * contraction, like nvcc's default (build_emu.ts): the empty asm makes each operand and
+ * result a value the host compiler cannot see through, so it cannot fuse them either.
+ */
+inline float emu_rounded(float v) {
+  asm("" : "+x"(v));
+  return v;
+}
+inline float __fmul_rn(float a, float b) { return emu_rounded(emu_rounded(a) * emu_rounded(b)); }
+inline float __fadd_rn(float a, float b) { return emu_rounded(emu_rounded(a) + emu_rounded(b)); }
+inline float __fdiv_rn(float a, float b) { return emu_rounded(emu_rounded(a) / emu_rounded(b)); }
 
 float emu_f16_to_f32(uint16_t h);
 uint16_t emu_f32_to_f16(float f);

@@ -14,10 +14,12 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "emu.h"
 #include "emu_runtime.h"
+#include "emu_schedule.h"
 
 #if !defined(__x86_64__)
 #error "the CUDA emulator's fiber switch is written for x86-64"
@@ -187,8 +189,10 @@ bool release_block(Runtime &r) {
 
 /* Runs one block to completion; false after an error. */
 bool run_block(Runtime &r) {
+  static std::vector<int> order;
   for (;;) {
-    for (int i = 0; i < r.n; i++) {
+    emu_schedule_order(r.n, order);
+    for (int i : order) {
       EmuFiber &f = r.fibers[i];
       if (f.state != RUNNING) continue;
       emu_cur = &f;
@@ -320,21 +324,24 @@ std::string emu_launch(const EmuKernel &k, dim3 grid, dim3 block, void **params)
   r.error.clear();
   const long threads = (long)block.x * block.y * block.z;
   if (threads <= 0 || threads > MAX_THREADS) return "block of " + std::to_string(threads) + " threads";
+  if (!emu_schedule_error().empty()) return emu_schedule_error();
   r.n = (int)threads;
   r.call = k.call;
   r.params = params;
   emu_grid_dim = grid;
   emu_block_dim = block;
-  for (unsigned z = 0; z < grid.z; z++) {
-    for (unsigned y = 0; y < grid.y; y++) {
-      for (unsigned x = 0; x < grid.x; x++) {
-        emu_block_idx = dim3{x, y, z};
-        for (int i = 0; i < r.n; i++) init_fiber(r, i, block);
-        if (!run_block(r)) {
-          return k.name + " block (" + std::to_string(x) + "," + std::to_string(y) + "," +
-                 std::to_string(z) + "): " + r.error;
-        }
-      }
+  const long blocks = (long)grid.x * grid.y * grid.z;
+  if (blocks > (long)INT32_MAX) return "grid of " + std::to_string(blocks) + " blocks";
+  std::vector<int> order;
+  emu_schedule_order((int)blocks, order);
+  for (int b : order) {
+    const unsigned x = (unsigned)(b % grid.x), y = (unsigned)(b / grid.x % grid.y),
+                   z = (unsigned)(b / grid.x / grid.y);
+    emu_block_idx = dim3{x, y, z};
+    for (int i = 0; i < r.n; i++) init_fiber(r, i, block);
+    if (!run_block(r)) {
+      return k.name + " block (" + std::to_string(x) + "," + std::to_string(y) + "," +
+             std::to_string(z) + "): " + r.error;
     }
   }
   return "";

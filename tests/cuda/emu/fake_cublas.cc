@@ -1,7 +1,8 @@
 /*
  * A stand-in libcublas: cublasGemmEx with cuBLAS's column-major semantics (transposes,
  * leading dimensions, f16/f32 operands, f32 compute), computed on the host in double, so
- * the backend's arguments are checked exactly as cuBLAS would read them.
+ * the backend's arguments are checked exactly as cuBLAS would read them. The product runs
+ * in stream order, when the handle's stream is waited for.
  */
 #include <algorithm>
 
@@ -41,6 +42,28 @@ static float load_elem(const void *base, int type, size_t i) {
 }
 
 /* Column-major C = alpha op(A) op(B) + beta C, as cublasGemmEx defines it. */
+static void gemm(int transa, int transb, int m, int n, int k, float alpha, const void *pa,
+                 int atype, int lda, const void *pb, int btype, int ldb, float beta, void *pc,
+                 int ctype, int ldc) {
+  for (int j = 0; j < n; j++) {
+    for (int i = 0; i < m; i++) {
+      double sum = 0;
+      for (int l = 0; l < k; l++) {
+        const float a = load_elem(pa, atype, transa == 0 ? i + (size_t)l * lda : l + (size_t)i * lda);
+        const float b = load_elem(pb, btype, transb == 0 ? l + (size_t)j * ldb : j + (size_t)l * ldb);
+        sum += (double)a * b;
+      }
+      const size_t at = i + (size_t)j * ldc;
+      float prev = 0;
+      if (beta != 0.0f) prev = load_elem(pc, ctype, at);
+      const float v = (float)(alpha * sum + beta * prev);
+      if (ctype == 0) ((float *)pc)[at] = v;
+      else ((uint16_t *)pc)[at] = emu_f32_to_f16(v);
+    }
+  }
+}
+
+/* Checks the arguments as cuBLAS does, then queues the product. */
 int cublasGemmEx(void *handle, int transa, int transb, int m, int n, int k, const float *alpha,
                  CUdeviceptr A, int atype, int lda, CUdeviceptr B, int btype, int ldb,
                  const float *beta, CUdeviceptr C, int ctype, int ldc, int compute, int algo) {
@@ -61,27 +84,18 @@ int cublasGemmEx(void *handle, int transa, int transb, int m, int n, int k, cons
   if (!find(A, ea * ((size_t)lda * (a_cols - 1) + a_rows)) ||
       !find(B, eb * ((size_t)ldb * (b_cols - 1) + b_rows)) ||
       !find(C, ec * ((size_t)ldc * (n - 1) + m))) {
-    sticky = "cublasGemmEx operand outside device memory";
+    fail_sticky("cublasGemmEx operand outside device memory", E_ILLEGAL_ADDRESS);
     return 14;
   }
-  const void *pa = (const void *)(uintptr_t)A, *pb = (const void *)(uintptr_t)B;
   stats.gemms++;
-  for (int j = 0; j < n; j++) {
-    for (int i = 0; i < m; i++) {
-      double sum = 0;
-      for (int l = 0; l < k; l++) {
-        const float a = load_elem(pa, atype, transa == 0 ? i + (size_t)l * lda : l + (size_t)i * lda);
-        const float b = load_elem(pb, btype, transb == 0 ? l + (size_t)j * ldb : j + (size_t)l * ldb);
-        sum += (double)a * b;
-      }
-      const size_t at = i + (size_t)j * ldc;
-      float prev = 0;
-      if (*beta != 0.0f) prev = load_elem((const void *)(uintptr_t)C, ctype, at);
-      const float v = (float)(*alpha * sum + *beta * prev);
-      if (ctype == 0) ((float *)(uintptr_t)C)[at] = v;
-      else ((uint16_t *)(uintptr_t)C)[at] = emu_f32_to_f16(v);
-    }
-  }
+  const float al = *alpha, be = *beta;
+  /* Queued on the handle's stream like the launches around it; alpha and beta are read
+   * now (host pointer mode), the operands when it runs. */
+  issue(((CublasHandle *)handle)->stream, [=]() -> CUresult {
+    gemm(transa, transb, m, n, k, al, (const void *)(uintptr_t)A, atype, lda,
+         (const void *)(uintptr_t)B, btype, ldb, be, (void *)(uintptr_t)C, ctype, ldc);
+    return OK;
+  });
   return 0;
 }
 

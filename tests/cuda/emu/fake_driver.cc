@@ -6,6 +6,7 @@
  * kernels named by cuModuleGetFunction must appear in the loaded image.
  */
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "fake_state.h"
@@ -62,7 +63,9 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     case 76: *v = cfg.cc_minor; return OK;
     case 16: *v = cfg.sm_count; return OK;
     case 38: *v = 50 * 1024 * 1024; return OK;
-    case 97: *v = 227 * 1024; return OK;
+    case 97: *v = shared_optin_limit(); return OK;
+    case 8: *v = DEFAULT_DYNAMIC_SHARED; return OK;
+    case 12: *v = cfg.regs_per_block; return OK;
     case 1: *v = 1024; return OK;
     default: return E_INVALID_VALUE;
   }
@@ -90,81 +93,6 @@ CUresult cuCtxSetCurrent(void *ctx) {
   return OK;
 }
 
-CUresult cuCtxSynchronize() {
-  if (CUresult r = ready()) return r;
-  if (CUresult r = unsafe_during_capture()) return r;
-  if (!sticky.empty()) return E_LAUNCH_FAILED;
-  return check_canaries();
-}
-
-/* ---- streams and events ---- */
-
-CUresult cuStreamCreate(void **out, unsigned flags) {
-  if (CUresult r = ready()) return r;
-  if (flags > 1) return E_INVALID_VALUE;
-  Stream *s = new Stream();
-  streams.insert(s);
-  *out = s;
-  return OK;
-}
-
-CUresult cuStreamDestroy_v2(void *stream) {
-  if (CUresult r = ready()) return r;
-  Stream *s = stream_of(stream);
-  if (!s) return E_INVALID_HANDLE;
-  streams.erase(s);
-  delete s;
-  return OK;
-}
-
-CUresult cuStreamSynchronize(void *stream) {
-  if (CUresult r = ready()) return r;
-  Stream *s = stream_of(stream);
-  if (stream != nullptr && !s) return E_INVALID_HANDLE;
-  if (s && s->capturing) {
-    s->invalidated = true;
-    return E_CAPTURE_UNSUPPORTED;
-  }
-  if (!sticky.empty()) return E_LAUNCH_FAILED;
-  return check_canaries();
-}
-
-CUresult cuEventCreate(void **out, unsigned flags) {
-  if (CUresult r = ready()) return r;
-  (void)flags;
-  *out = new Event();
-  return OK;
-}
-
-CUresult cuEventDestroy_v2(void *e) {
-  delete (Event *)e;
-  return OK;
-}
-
-CUresult cuEventRecord(void *e, void *stream) {
-  if (CUresult r = copy_checks(stream, true)) return r;
-  Event *ev = (Event *)e;
-  ev->ms = now_ms();
-  ev->recorded = true;
-  return OK;
-}
-
-CUresult cuEventSynchronize(void *e) {
-  if (CUresult r = ready()) return r;
-  if (CUresult r = unsafe_during_capture()) return r;
-  return ((Event *)e)->recorded ? OK : E_INVALID_HANDLE;
-}
-
-CUresult cuEventElapsedTime_v2(float *ms, void *a, void *b) {
-  if (CUresult r = ready()) return r;
-  const Event *ea = (const Event *)a, *eb = (const Event *)b;
-  if (!ea->recorded || !eb->recorded) return E_INVALID_HANDLE;
-  *ms = (float)(eb->ms - ea->ms);
-  return OK;
-}
-
-CUresult cuEventElapsedTime(float *ms, void *a, void *b) { return cuEventElapsedTime_v2(ms, a, b); }
-
 /* ---- modules and launches ---- */
 
 CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n_options, int *options,
@@ -177,8 +105,13 @@ CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n_options, i
   const unsigned char *img = (const unsigned char *)image;
   if (img[0] == 0x7f && img[1] == 'E' && img[2] == 'L' && img[3] == 'F') {
     entries_of_elf(img, m->entries);
+    uint32_t flags;
+    std::memcpy(&flags, img + 0x30, 4);
+    m->arch = (int)((flags >> 8) & 0xff);
   } else if (std::strstr((const char *)image, ".version") != nullptr) {
     entries_of_ptx((const char *)image, m->entries);
+    const char *t = std::strstr((const char *)image, ".target sm_");
+    m->arch = t ? std::atoi(t + 11) : 0;
   } else {
     delete m;
     return E_INVALID_IMAGE;
@@ -204,7 +137,14 @@ CUresult cuModuleGetFunction(void **out, void *mod, const char *name) {
                  name);
     return E_NOT_FOUND;
   }
-  *out = new Function{k};
+  const EmuLimits *limits = limits_of(m->arch, name);
+  if (!limits && m->arch != 0) {
+    /* An image built for a GPU whose numbers the table lacks: its launches cannot be checked. */
+    std::fprintf(stderr, "fake libcuda: no launch limits for %s on sm_%d (kernel_limits.ts)\n",
+                 name, m->arch);
+    return E_NOT_FOUND;
+  }
+  *out = new Function{k, limits};
   return OK;
 }
 
@@ -212,7 +152,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
                         unsigned by, unsigned bz, unsigned shmem, void *stream, void **params,
                         void **extra) {
   if (CUresult r = ready()) return r;
-  if (!sticky.empty()) return E_LAUNCH_FAILED;
+  if (!sticky.empty()) return sticky_code;
   if (!f || extra != nullptr) return E_INVALID_VALUE;
   const EmuKernel *k = ((Function *)f)->kernel;
   if (gx == 0 || gy == 0 || gz == 0 || gx > 2147483647u || gy > 65535 || gz > 65535)
@@ -220,7 +160,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 ||
       (unsigned long)bx * by * bz > 1024)
     return E_INVALID_VALUE;
-  if (shmem > 48 * 1024) return E_INVALID_VALUE;
+  if (CUresult r = launch_limits(*(const Function *)f, bx * by * bz, shmem)) return r;
   if (!k->sizes.empty() && !params) return E_INVALID_VALUE;
   Stream *s = stream_of(stream);
   if (stream != nullptr && !s) return E_INVALID_HANDLE;
@@ -233,7 +173,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     s->nodes.push_back(std::move(n));
     return OK;
   }
-  return run_node(n);
+  return issue(stream, [n = std::move(n)]() -> CUresult { return run_node(n); });
 }
 
 /* ---- graphs ---- */
@@ -261,7 +201,7 @@ CUresult cuStreamEndCapture(void *stream, void **graph) {
     return E_CAPTURE_INVALIDATED;
   }
   Graph *g = new Graph();
-  g->nodes = std::move(s->nodes);
+  g->nodes = std::make_shared<const std::vector<Node>>(std::move(s->nodes));
   s->nodes.clear();
   *graph = g;
   stats.captures++;
@@ -278,16 +218,18 @@ CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long lon
 
 CUresult cuGraphLaunch(void *exec, void *stream) {
   if (CUresult r = ready()) return r;
-  if (!sticky.empty()) return E_LAUNCH_FAILED;
+  if (!sticky.empty()) return sticky_code;
   Stream *s = stream_of(stream);
   if (stream != nullptr && !s) return E_INVALID_HANDLE;
   if (s && s->capturing) return E_CAPTURE_UNSUPPORTED;
   stats.graph_launches++;
-  for (const Node &n : ((Graph *)exec)->nodes) {
-    stats.graph_nodes++;
-    if (CUresult r = run_node(n)) return r;
-  }
-  return OK;
+  return issue(stream, [nodes = ((Graph *)exec)->nodes]() -> CUresult {
+    for (const Node &n : *nodes) {
+      stats.graph_nodes++;
+      if (CUresult r = run_node(n)) return r;
+    }
+    return OK;
+  });
 }
 
 CUresult cuGraphExecDestroy(void *exec) {
@@ -314,7 +256,9 @@ CUresult cuGetErrorName(CUresult code, const char **out) {
       {201, "CUDA_ERROR_INVALID_CONTEXT"},
       {400, "CUDA_ERROR_INVALID_HANDLE"},
       {500, "CUDA_ERROR_NOT_FOUND"},
+      {600, "CUDA_ERROR_NOT_READY"},
       {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+      {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
       {716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
       {719, "CUDA_ERROR_LAUNCH_FAILED"},
       {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"},
@@ -331,8 +275,7 @@ CUresult cuGetErrorName(CUresult code, const char **out) {
 }
 
 CUresult cuGetErrorString(CUresult code, const char **out) {
-  if (!sticky.empty() && (code == E_LAUNCH_FAILED || code == E_MISALIGNED_ADDRESS ||
-                          code == E_ILLEGAL_ADDRESS)) {
+  if (!sticky.empty() && code == sticky_code) {
     *out = sticky.c_str();
     return OK;
   }

@@ -55,14 +55,13 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   if (CUresult r = unsafe_during_capture()) return r;
   auto it = allocs.find((uintptr_t)p);
   if (it == allocs.end()) return E_INVALID_VALUE;
+  /* Like the real driver, a free waits for the device: queued work may use the buffer. */
+  drain_all();
   const bool ok = canary_ok(it->first, it->second);
   stats.live_bytes -= (double)it->second.size;
   munmap(it->second.map, it->second.map_len);
   allocs.erase(it);
-  if (!ok) {
-    sticky = "write past the end of a buffer (found at free)";
-    return E_ILLEGAL_ADDRESS;
-  }
+  if (!ok) return fail_sticky("write past the end of a buffer (found at free)", E_ILLEGAL_ADDRESS);
   return OK;
 }
 
@@ -75,6 +74,7 @@ CUresult cuMemAllocHost_v2(void **p, size_t size) {
 
 CUresult cuMemFreeHost(void *p) {
   if (CUresult r = ready()) return r;
+  drain_all();
   std::free(p);
   return OK;
 }
@@ -82,44 +82,60 @@ CUresult cuMemFreeHost(void *p) {
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   if (CUresult r = copy_checks(nullptr, false)) return r;
   if (!find(dst, n) || !src) return E_INVALID_VALUE;
-  std::memcpy((void *)(uintptr_t)dst, src, n);
-  return OK;
+  /* A blocking copy goes through the legacy stream and returns when it is done. */
+  issue(nullptr, [dst, src, n]() -> CUresult {
+    std::memcpy((void *)(uintptr_t)dst, src, n);
+    return OK;
+  });
+  return drain(&legacy);
 }
 
+/* Async copies touch host memory when they run: the caller keeps it alive and unchanged
+ * (source) or unread (destination) until it has waited for the stream. */
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream) {
   if (CUresult r = copy_checks(stream, true)) return r;
   if (!find(dst, n) || !src) return E_INVALID_VALUE;
-  std::memcpy((void *)(uintptr_t)dst, src, n);
-  return OK;
+  return issue(stream, [dst, src, n]() -> CUresult {
+    std::memcpy((void *)(uintptr_t)dst, src, n);
+    return OK;
+  });
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream) {
   if (CUresult r = copy_checks(stream, true)) return r;
   if (!find(src, n) || !dst) return E_INVALID_VALUE;
-  std::memcpy(dst, (const void *)(uintptr_t)src, n);
-  return OK;
+  return issue(stream, [dst, src, n]() -> CUresult {
+    std::memcpy(dst, (const void *)(uintptr_t)src, n);
+    return OK;
+  });
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream) {
   if (CUresult r = copy_checks(stream, true)) return r;
   if (!find(dst, n) || !find(src, n)) return E_INVALID_VALUE;
-  std::memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
-  return OK;
+  return issue(stream, [dst, src, n]() -> CUresult {
+    std::memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return OK;
+  });
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, void *stream) {
   if (CUresult r = copy_checks(stream, true)) return r;
   if (!find(dst, n)) return E_INVALID_VALUE;
-  std::memset((void *)(uintptr_t)dst, v, n);
-  return OK;
+  return issue(stream, [dst, v, n]() -> CUresult {
+    std::memset((void *)(uintptr_t)dst, v, n);
+    return OK;
+  });
 }
 
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned v, size_t n, void *stream) {
   if (CUresult r = copy_checks(stream, true)) return r;
   if (!find(dst, 4 * n) || dst % 4 != 0) return E_INVALID_VALUE;
-  unsigned *p = (unsigned *)(uintptr_t)dst;
-  for (size_t i = 0; i < n; i++) p[i] = v;
-  return OK;
+  return issue(stream, [dst, v, n]() -> CUresult {
+    unsigned *p = (unsigned *)(uintptr_t)dst;
+    for (size_t i = 0; i < n; i++) p[i] = v;
+    return OK;
+  });
 }
 
 }  // extern "C"

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "emu_schedule.h"
 #include "fake_state.h"
 
 namespace fake {
@@ -19,6 +20,7 @@ int ctx_refs = 0;
 std::map<uintptr_t, Alloc> allocs;
 std::set<Stream *> streams;
 std::string sticky;
+CUresult sticky_code = OK;
 char primary_ctx_token;
 
 double now_ms() {
@@ -70,9 +72,7 @@ CUresult check_canaries() {
       char buf[160];
       std::snprintf(buf, sizeof buf, "write past the end of the %zu-byte buffer at 0x%lx",
                     kv.second.size, (unsigned long)kv.first);
-      sticky = buf;
-      std::fprintf(stderr, "fake libcuda: %s\n", buf);
-      return E_ILLEGAL_ADDRESS;
+      return fail_sticky(buf, E_ILLEGAL_ADDRESS);
     }
   }
   return OK;
@@ -90,9 +90,17 @@ CUresult run_node(const Node &n) {
   const std::string err = emu_launch(*n.kernel, n.grid, n.block, ptrs.data());
   stats.launches++;
   if (err.empty()) return OK;
-  sticky = err;
-  std::fprintf(stderr, "fake libcuda: %s\n", err.c_str());
-  return err.find("misaligned") != std::string::npos ? E_MISALIGNED_ADDRESS : E_LAUNCH_FAILED;
+  return fail_sticky(err, err.find("misaligned") != std::string::npos ? E_MISALIGNED_ADDRESS
+                                                                       : E_LAUNCH_FAILED);
+}
+
+CUresult fail_sticky(const std::string &why, CUresult code) {
+  if (sticky.empty()) {
+    sticky = why;
+    sticky_code = code;
+    std::fprintf(stderr, "fake libcuda: %s\n", why.c_str());
+  }
+  return code;
 }
 
 void entries_of_ptx(const char *ptx, std::set<std::string> &out) {
@@ -154,10 +162,15 @@ int emu_configure(const char *key, double value) {
   else if (k == "cc_minor") cfg.cc_minor = (int)value;
   else if (k == "total_mb") cfg.total_mb = value;
   else if (k == "sm_count") cfg.sm_count = (int)value;
+  else if (k == "regs_per_block") cfg.regs_per_block = (int)value;
   else if (k == "reset_stats") stats = Stats{};
   else return -1;
   return 0;
 }
+
+/* Runs every queued operation, as if the device caught up: for test doubles of stream-ordered
+ * work done on the host (a fake collective). */
+int emu_drain() { return drain_all(); }
 
 double emu_stat(const char *key) {
   const std::string k = key;
@@ -169,6 +182,7 @@ double emu_stat(const char *key) {
   if (k == "live_bytes") return stats.live_bytes;
   if (k == "gemms") return stats.gemms;
   if (k == "sticky_error") return sticky.empty() ? 0 : 1;
+  if (k == "order") return emu_order_mode();
   return -1;
 }
 
