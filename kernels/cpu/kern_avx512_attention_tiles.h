@@ -17,6 +17,12 @@
 /* Query heads whose outputs stay in registers while a V row is added to them. */
 #define HEADS_PER_PASS 4
 
+/* A block's f16 scale in every lane: broadcast as f16, then converted (two instructions, where
+ * converting the scalar first and broadcasting the float takes four). */
+static inline __m512 block_scale(uint16_t d) {
+  return _mm512_cvtph_ps(_mm256_set1_epi16((short)d));
+}
+
 /* Sixteen values [i, i + 16) of a cache row of kv type `type` as f32: f16 converted in
  * place, a quantized block's half (ints times its scale) decoded in registers, so a decode
  * step reads each cache byte once and writes nothing back. */
@@ -27,7 +33,7 @@ static inline __m512 load16(const void *row, int64_t i, int type) {
   if (type == NK_Q8_0) {
     const nk_block_q8_0 *b = (const nk_block_q8_0 *)row + (i >> 5);
     const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + (i & 31))));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(b->d)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), block_scale(b->d));
   }
   if (type == NK_Q4_0) {
     const nk_block_q4_0 *b = (const nk_block_q4_0 *)row + (i >> 5);
@@ -36,7 +42,7 @@ static inline __m512 load16(const void *row, int64_t i, int type) {
     const __m512i q = (i & 16) ? _mm512_srli_epi32(bytes, 4)
                                : _mm512_and_si512(bytes, _mm512_set1_epi32(0xF));
     const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(8)));
-    return _mm512_mul_ps(v, _mm512_set1_ps(_cvtsh_ss(b->d)));
+    return _mm512_mul_ps(v, block_scale(b->d));
   }
   return _mm512_loadu_ps((const float *)row + i);
 }
