@@ -12,7 +12,9 @@
  * --moe: also qwen3-30b-a3b Q4_K_M (an 18.6 GB synthetic file, written on first use in
  * about three minutes): a decode step reads the dense weights and 8 of each layer's 128
  * experts, ~1.9 GB, so an H200's 4.8 TB/s bounds it near 2,500 tokens/s.
- * NEURON_TEST_LIBCUDA / NEURON_TEST_LIBCUBLAS as for the GPU tests.
+ * --streams 1,16 --contexts 0,4096,16384: decode with that many streams in one batch at
+ * each context length (decode_grid.ts), each next to its bandwidth roofline; --contexts ""
+ * skips the grid. NEURON_TEST_LIBCUDA / NEURON_TEST_LIBCUBLAS as for the GPU tests.
  */
 
 import { parseArgs } from "node:util";
@@ -28,6 +30,7 @@ import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import type { FileType } from "../../src/gguf/quant_mix.ts";
 import { gpuOptions } from "./support.ts";
 import { SMALL_SHAPE } from "./checks/model.ts";
+import { decodeGrid, type GridPoint } from "./decode_grid.ts";
 
 interface Case {
   label: string;
@@ -49,17 +52,29 @@ interface Result {
   decodeEfficiency: number;
   graphSteps: number;
   captures: number;
+  grid: GridPoint[];
 }
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { quick: { type: "boolean" }, moe: { type: "boolean" }, json: { type: "string" } },
+  options: {
+    quick: { type: "boolean" },
+    moe: { type: "boolean" },
+    json: { type: "string" },
+    streams: { type: "string" },
+    contexts: { type: "string" },
+  },
 });
 const quick = values.quick ?? false;
 const PP = quick ? 32 : 512;
 const TG = quick ? 8 : 128;
 const REPS = quick ? 1 : 3;
 const BLOCK = 16;
+const list = (v: string | undefined, fallback: string): number[] =>
+  (v ?? fallback).split(",").filter((x) => x.trim() !== "").map(Number);
+const GRID_STREAMS = list(values.streams, "1,16");
+const GRID_CONTEXTS = list(values.contexts, quick ? "0,64,160" : "0,4096,16384");
+const GRID_STEPS = quick ? 4 : 32;
 
 function smallPath(quant: FileType): string {
   const path = `${Deno.makeTempDirSync()}/small-${quant}.gguf`;
@@ -162,6 +177,13 @@ function run(c: Case): Result {
       0,
     );
     const bytesPerToken = weights + 2 * hp.nLayers * hp.nKvHeads * hp.headDim * 2 * (TG / 2);
+    const grid = GRID_CONTEXTS.length === 0 ? [] : decodeGrid(gguf, model, be, {
+      streams: GRID_STREAMS,
+      contexts: GRID_CONTEXTS,
+      steps: GRID_STEPS,
+      weightBytes: weights,
+      bandwidthGBs: bandwidth,
+    });
     const stats = be.stats();
     model.close();
     return {
@@ -179,6 +201,7 @@ function run(c: Case): Result {
       decodeEfficiency: (tg * bytesPerToken) / (bandwidth * 1e9),
       graphSteps: stats.graphSteps,
       captures: stats.captures,
+      grid,
     };
   } finally {
     be.close();
