@@ -96,7 +96,7 @@ function gemm(ctx: CudaContext, out: CudaActivation, w: CudaWeight, x: CudaActiv
       tape.hostCall(() => cublas.gemmF16(tr, n, cols, wh, cols, xh.ptr, cols, yp, rows));
     }
   }
-  tape.launch(ctx.k("unscale_rows"), Math.ceil(rows / 256), n, 1, 256)
+  tape.launch(ctx.k("unscale_rows"), n, 1, 1, 256)
     .p(out.ptr).p(xh.scale).i(n).i(rows).end();
 }
 
