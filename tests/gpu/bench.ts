@@ -209,7 +209,12 @@ function run(c: Case): Result {
   }
 }
 
-const results = CASES.map(run);
+// Written after each model, so a run cut short by its time limit keeps what it measured.
+const results: Result[] = [];
+for (const c of CASES) {
+  results.push(run(c));
+  if (values.json) Deno.writeTextFileSync(values.json, JSON.stringify(results, null, 2) + "\n");
+}
 console.log(
   `\n| model | size | pp${PP} t/s | tg${TG} t/s | tg${TG} host argmax | copy GB/s | MB/token | decode efficiency |`,
 );
@@ -228,4 +233,3 @@ console.log(
     results.map((r) => `${r.captures} captured, ${r.graphSteps} replayed`).join("; ")
   }`,
 );
-if (values.json) Deno.writeTextFileSync(values.json, JSON.stringify(results, null, 2) + "\n");

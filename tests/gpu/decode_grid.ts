@@ -46,6 +46,15 @@ function kvBytes(gguf: GgufModel, context: number): number {
   return 2 * s.nLayers * s.nKvHeads * s.headDim * 2 * context;
 }
 
+/**
+ * The blocks a sequence of `positions` has, as the engine's tables hold them: attention
+ * sizes its work (splits) by the table, so a table as long as the cache would measure the
+ * longest context at every one.
+ */
+function held(table: Int32Array, positions: number): Int32Array {
+  return table.subarray(0, Math.ceil(positions / BLOCK));
+}
+
 export function decodeGrid(
   gguf: GgufModel,
   model: Model,
@@ -73,7 +82,7 @@ export function decodeGrid(
       const n = Math.min(CHUNK, context - start);
       const layout: StepLayout = {
         positions: Int32Array.from({ length: n }, (_, i) => start + i),
-        sequences: [{ rowStart: 0, rowCount: n, blockTable: tables[0] }],
+        sequences: [{ rowStart: 0, rowCount: n, blockTable: held(tables[0], start + n) }],
       };
       const ids = Int32Array.from({ length: n }, (_, i) => ((start + i) * 7919 + 13) % vocab);
       const t0 = performance.now();
@@ -84,10 +93,10 @@ export function decodeGrid(
       const step = (i: number): number => {
         const layout: StepLayout = {
           positions: new Int32Array(streams).fill(context + i),
-          sequences: tables.slice(0, streams).map((blockTable, s) => ({
+          sequences: tables.slice(0, streams).map((table, s) => ({
             rowStart: s,
             rowCount: 1,
-            blockTable,
+            blockTable: held(table, context + i + 1),
           })),
         };
         const ids = Int32Array.from({ length: streams }, (_, s) => (17 + 31 * s + i) % vocab);

@@ -99,6 +99,12 @@ if [ "${DRY:-0}" = 1 ]; then
 fi
 if [ "${QUICK:-0}" = 1 ]; then export NEURON_TEST_QUICK=1; BENCH_ARGS+=(--quick); fi
 if [ "${MOE:-0}" = 1 ]; then BENCH_ARGS+=(--moe); fi
+# Hook for the bench's one-stream long-context decode (--depth, branch cudaattn): where
+# bench.ts has it, it measures one stream after 4k/16k and the grid only 16 streams.
+if grep -q 'depth: { type' tests/gpu/bench.ts; then
+  if [ "${QUICK:-0}" = 1 ]; then BENCH_ARGS+=(--depth 64,160); else BENCH_ARGS+=(--depth 4096,16384); fi
+  STREAMS=${STREAMS:-16}
+fi
 [ -n "${CONTEXTS+x}" ] && BENCH_ARGS+=(--contexts "$CONTEXTS")
 [ -n "${STREAMS+x}" ] && BENCH_ARGS+=(--streams "$STREAMS")
 

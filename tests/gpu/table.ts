@@ -20,6 +20,8 @@ interface BenchResult {
   bandwidthGBs: number;
   bytesPerToken: number;
   grid?: GridPoint[];
+  /** Decode after a context of `depth` (one stream): bench.ts --depth, where it has it. */
+  depths?: Array<{ depth: number; tg: number; tgTokens: number; bytesPerToken: number }>;
 }
 
 export type Row = [string, string, string];
@@ -49,6 +51,13 @@ export function benchRows(results: BenchResult[]): Row[] {
       rate(r.tg),
       against(r.tg, bw / r.bytesPerToken),
     ]);
+    for (const d of r.depths ?? []) {
+      rows.push([
+        `${r.model} decode tg${d.tgTokens} after ${d.depth} context, 1 stream`,
+        rate(d.tg),
+        against(d.tg, bw / d.bytesPerToken),
+      ]);
+    }
     for (const p of r.grid ?? []) {
       if (p.context > 0 && p.streams === Math.min(...r.grid!.map((q) => q.streams))) {
         rows.push([
