@@ -4,7 +4,9 @@
  * f16 once and reused by later prefill steps.
  */
 
+import { assertEquals, assertThrows } from "../support/assert.ts";
 import { emulator, resetEmulator } from "./support.ts";
+import { CudaError } from "../../src/backend/cuda/mod.ts";
 import { buildCpuKernels } from "../../kernels/build_cpu.ts";
 import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
 import { checkExpansionReuse, checkF16Overflow } from "../gpu/checks/prefill.ts";
@@ -34,5 +36,16 @@ Deno.test({
   fn() {
     resetEmulator(emu!);
     checkExpansionReuse((expansionBytes) => emu!.backend({ expansionBytes }));
+  },
+});
+
+Deno.test({
+  name: "emulated cuBLAS prefill: a budget for f16 copies that is not a byte count is refused",
+  ignore: emu === null,
+  fn() {
+    for (const expansionBytes of [-1, 0.5, NaN]) {
+      const err = assertThrows(() => emu!.backend({ expansionBytes }), CudaError);
+      assertEquals(err.code, "cuda_invalid_argument");
+    }
   },
 });

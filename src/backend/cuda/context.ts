@@ -14,6 +14,7 @@ import { availableFlavours, readKernelAsset, readManifest } from "./assets.ts";
 import { Cublas } from "./cublas.ts";
 import { EXPANSION_SHARE, WeightExpansions } from "./expansions.ts";
 import { CudaDriver, type DeviceProps } from "./driver.ts";
+import { invalidArgument } from "./errors.ts";
 import { CU_STREAM_NON_BLOCKING } from "./driver_symbols.ts";
 import { ccString, type FlavourChoice, selectFlavour } from "./flavour.ts";
 import { GraphCache } from "./graph_cache.ts";
@@ -116,6 +117,10 @@ export class CudaContext {
   }
 
   static create(options: CudaBackendOptions): CudaContext {
+    const budget = options.expansionBytes;
+    if (budget !== undefined && !(Number.isSafeInteger(budget) && budget >= 0)) {
+      throw invalidArgument("createCudaBackend", `expansionBytes ${budget} is not a byte count`);
+    }
     const driver = CudaDriver.open(options.libcuda ?? "libcuda.so.1");
     const undo: Array<() => void> = [() => driver.close()];
     try {
