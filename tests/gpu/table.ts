@@ -4,7 +4,7 @@
  * tests/gpu/bench.ts --json). A part whose input is missing says so in its row, so a
  * run that skipped something still shows what it skipped.
  *
- *   deno run -A tests/gpu/table.ts --preflight P.json --bench B.json LOG...
+ *   deno run -A tests/gpu/table.ts --preflight P.json --bench B.json [--bench B2.json] LOG...
  */
 
 import { parseArgs } from "node:util";
@@ -40,17 +40,20 @@ const rate = (v: number): string => `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} t
 const against = (v: number, roof: number): string =>
   `${rate(roof)} (${((100 * v) / roof).toFixed(0)}%)`;
 
-export function benchRows(results: BenchResult[]): Row[] {
+/** Rows of one bench pass; `base`: also pp and tg (a later pass has only its contexts). */
+export function benchRows(results: BenchResult[], base = true): Row[] {
   const rows: Row[] = [];
   for (const r of results) {
     const bw = r.bandwidthGBs * 1e9;
     const weightRoof = (r.ppTokens * bw) / r.bytesPerToken;
-    rows.push([`${r.model} prefill pp${r.ppTokens}`, rate(r.pp), against(r.pp, weightRoof)]);
-    rows.push([
-      `${r.model} decode tg${r.tgTokens}, 1 stream`,
-      rate(r.tg),
-      against(r.tg, bw / r.bytesPerToken),
-    ]);
+    if (base) {
+      rows.push([`${r.model} prefill pp${r.ppTokens}`, rate(r.pp), against(r.pp, weightRoof)]);
+      rows.push([
+        `${r.model} decode tg${r.tgTokens}, 1 stream`,
+        rate(r.tg),
+        against(r.tg, bw / r.bytesPerToken),
+      ]);
+    }
     for (const d of r.depths ?? []) {
       rows.push([
         `${r.model} decode tg${d.tgTokens} after ${d.depth} context, 1 stream`,
@@ -86,7 +89,7 @@ if (import.meta.main) {
   const { values, positionals } = parseArgs({
     args: Deno.args,
     allowPositionals: true,
-    options: { preflight: { type: "string" }, bench: { type: "string" } },
+    options: { preflight: { type: "string" }, bench: { type: "string", multiple: true } },
   });
   const read = (path: string | undefined): string | null => {
     if (!path) return null;
@@ -112,8 +115,13 @@ if (import.meta.main) {
     const none: Row = [label, log === null ? "not run" : "no tests", ""];
     rows.push(...(found.length > 0 ? found : [none]));
   }
-  const bench = read(values.bench);
-  if (bench === null) rows.push(["bench", "not run", ""]);
-  else rows.push(...benchRows(JSON.parse(bench) as BenchResult[]));
+  const benches = values.bench ?? [];
+  if (benches.length === 0) rows.push(["bench", "not run", ""]);
+  benches.forEach((path, i) => {
+    const bench = read(path);
+    if (bench === null) {
+      rows.push([`bench ${path}`, "no results (cut short before a model ended)", ""]);
+    } else rows.push(...benchRows(JSON.parse(bench) as BenchResult[], i === 0));
+  });
   console.log(render(rows));
 }
