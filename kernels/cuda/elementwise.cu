@@ -113,7 +113,8 @@ extern "C" __global__ void gather_rows(float *out, const float *a, const int *id
 EXPORT_KERNEL(gather_rows)
 
 /* out[i] = dequantized row ids[i] of `table`; grid (ceil(cols / 256), n), 256 threads. */
-extern "C" __global__ void get_rows(float *out, const uint8_t *table, int type, const int *ids,
+extern "C" __global__ void get_rows(float *out, const uint8_t *__restrict__ table, int type,
+                                    const int *ids,
                                     int n, int cols, int row_bytes) {
   const int i = blockIdx.y;
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -124,7 +125,8 @@ extern "C" __global__ void get_rows(float *out, const uint8_t *table, int type, 
 EXPORT_KERNEL(get_rows)
 
 /* Rows of a weight as f16 for cuBLAS; grid rows, 256 threads. */
-extern "C" __global__ void dequant_f16(uint16_t *out, const uint8_t *w, int type, int rows,
+extern "C" __global__ void dequant_f16(uint16_t *out, const uint8_t *__restrict__ w, int type,
+                                       int rows,
                                        int cols, int row_bytes) {
   const int r = blockIdx.x;
   if (r >= rows) return;
@@ -135,12 +137,50 @@ extern "C" __global__ void dequant_f16(uint16_t *out, const uint8_t *w, int type
 }
 EXPORT_KERNEL(dequant_f16)
 
-extern "C" __global__ void f32_to_f16_kernel(uint16_t *out, const float *x, int n) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    out[i] = f32_to_f16(x[i]);
+/*
+ * Rows of activations as f16 for cuBLAS, each divided by scale[r]: 1 while the row's
+ * largest magnitude is below 2^15, else the power of two that brings it there (f16 ends at
+ * 65504; FFN-down inputs can pass it). A power of two moves only the exponent, so a scaled
+ * row rounds exactly as it would unscaled, and unscaled rows are what they always were.
+ * grid rows, 256 threads.
+ */
+extern "C" __global__ void f32_to_f16_rows(uint16_t *out, float *scale, const float *x, int rows,
+                                           int cols) {
+  __shared__ float scratch[32];
+  const int r = blockIdx.x;
+  if (r >= rows) return;
+  const float *row = x + (size_t)r * cols;
+  float amax = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) amax = fmaxf(amax, fabsf(row[c]));
+  amax = warp_max(amax);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) scratch[warp] = amax;
+  __syncthreads();
+  amax = lane < (int)(blockDim.x >> 5) ? scratch[lane] : 0.0f;
+  amax = warp_max(amax);
+  int e = 0;
+  if (amax >= 32768.0f && amax <= 3.0e38f) frexpf(amax, &e);
+  const int k = e > 15 ? e - 15 : 0;
+  const float inv = ldexpf(1.0f, -k);
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    out[(size_t)r * cols + c] = f32_to_f16(row[c] * inv);
   }
+  if (threadIdx.x == 0) scale[r] = ldexpf(1.0f, k);
 }
-EXPORT_KERNEL(f32_to_f16_kernel)
+EXPORT_KERNEL(f32_to_f16_rows)
+
+/*
+ * y[r][c] *= scale[r] for the rows f32_to_f16_rows scaled (a row it left alone costs one
+ * load); grid rows, 256 threads.
+ */
+extern "C" __global__ void unscale_rows(float *y, const float *scale, int rows, int cols) {
+  const int r = blockIdx.x;
+  if (r >= rows) return;
+  const float s = scale[r];
+  if (s == 1.0f) return;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) y[(size_t)r * cols + c] *= s;
+}
+EXPORT_KERNEL(unscale_rows)
 
 /*
  * Index of the largest value of each row (the first on ties; NaN never wins).

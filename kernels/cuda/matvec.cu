@@ -122,7 +122,8 @@ __device__ __forceinline__ void mmvq3(float *y0, float *y1, float *y2, const uin
 
 #define MMVQ(NAME, UNIT, NT)                                                                    \
   extern "C" __global__ void __launch_bounds__(MV_THREADS)                                    \
-      mmvq_##NAME##_##NT(float *y, const uint8_t *w, const int8_t *xq, const float2 *xd,     \
+      mmvq_##NAME##_##NT(float *y, const uint8_t *__restrict__ w,                            \
+                         const int8_t *__restrict__ xq, const float2 *__restrict__ xd,        \
                          int rows, int cols, int row_bytes, int kp, int n, int tpr) {          \
     mmvq<UNIT, NT>(y, w, xq, xd, rows, cols, row_bytes, kp, n, tpr);                          \
   }                                                                                            \
@@ -130,8 +131,9 @@ __device__ __forceinline__ void mmvq3(float *y0, float *y1, float *y2, const uin
 
 #define MMVQ3(NAME, UNIT, NT)                                                                   \
   extern "C" __global__ void __launch_bounds__(MV_THREADS) mmvq3_##NAME##_##NT(                \
-      float *y0, float *y1, float *y2, const uint8_t *w0, const uint8_t *w1,                   \
-      const uint8_t *w2, int rows0, int rows1, int rows2, const int8_t *xq, const float2 *xd,  \
+      float *y0, float *y1, float *y2, const uint8_t *__restrict__ w0,                         \
+      const uint8_t *__restrict__ w1, const uint8_t *__restrict__ w2, int rows0, int rows1,     \
+      int rows2, const int8_t *__restrict__ xq, const float2 *__restrict__ xd,                  \
       int cols, int row_bytes, int kp, int n, int tpr) {                                       \
     mmvq3<UNIT, NT>(y0, y1, y2, w0, w1, w2, rows0, rows1, rows2, xq, xd, cols, row_bytes, kp,  \
                     n, tpr);                                                                   \
@@ -222,8 +224,9 @@ __device__ __forceinline__ void mmvq_gate_up(float *y, float *gout, float *uout,
 
 #define MMVQ_GU(NAME, UNIT, NT)                                                                 \
   extern "C" __global__ void __launch_bounds__(MV_THREADS) mmvq_gu_##NAME##_##NT(              \
-      float *y, float *gout, float *uout, const uint8_t *wg, const uint8_t *wu,                \
-      const int8_t *xq, const float2 *xd, int rows, int cols, int row_bytes, int kp, int n,    \
+      float *y, float *gout, float *uout, const uint8_t *__restrict__ wg,                      \
+      const uint8_t *__restrict__ wu, const int8_t *__restrict__ xq,                           \
+      const float2 *__restrict__ xd, int rows, int cols, int row_bytes, int kp, int n,         \
       int tpr) {                                                                               \
     mmvq_gate_up<UNIT, NT>(y, gout, uout, wg, wu, xq, xd, rows, cols, row_bytes, kp, n, tpr);  \
   }                                                                                            \
@@ -292,7 +295,8 @@ __device__ __forceinline__ void mmv(float *y, const uint8_t *w, const float *x, 
 
 #define MMV(NAME, TYPE, NT)                                                                     \
   extern "C" __global__ void __launch_bounds__(MV_THREADS)                                    \
-      mmv_##NAME##_##NT(float *y, const uint8_t *w, const float *x, int rows, int cols,       \
+      mmv_##NAME##_##NT(float *y, const uint8_t *__restrict__ w, const float *__restrict__ x, \
+                        int rows, int cols,                                                    \
                         int row_bytes, int n, int tpr) {                                       \
     mmv<TYPE, NT>(y, w, x, rows, cols, row_bytes, n, tpr);                                    \
   }                                                                                            \
@@ -306,7 +310,8 @@ MMV_ALL(bf16, T_BF16)
 
 /* Any type, any width: one warp per row, one token at a time. grid ceil(rows / 4). */
 extern "C" __global__ void __launch_bounds__(MV_THREADS)
-    mmv_any(float *y, const uint8_t *w, int type, const float *x, int rows, int cols,
+    mmv_any(float *y, const uint8_t *__restrict__ w, int type, const float *__restrict__ x,
+            int rows, int cols,
             int row_bytes, int n) {
   const int row = blockIdx.x * 4 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;

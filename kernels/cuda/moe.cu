@@ -202,7 +202,8 @@ __device__ __forceinline__ void mmvq_experts(float *y, const uint8_t *w, int str
 
 #define MMVQ_E(NAME, UNIT, NT)                                                                  \
   extern "C" __global__ void __launch_bounds__(MOE_THREADS) mmvq_e_##NAME##_##NT(              \
-      float *y, const uint8_t *w, int stride, const int8_t *xq, const float2 *xd,              \
+      float *y, const uint8_t *__restrict__ w, int stride, const int8_t *__restrict__ xq,      \
+      const float2 *__restrict__ xd,                                                           \
       const int *order, const int *gexp, const int *gstart, int rows, int cols, int row_bytes, \
       int kp, int per_slot, int k, int tpr) {                                                  \
     mmvq_experts<UNIT, NT>(y, w, stride, xq, xd, order, gexp, gstart, rows, cols, row_bytes,   \
@@ -276,7 +277,8 @@ __device__ __forceinline__ void mmv_experts(float *y, const uint8_t *w, int stri
 
 #define MMV_E(NAME, TYPE, NT)                                                                   \
   extern "C" __global__ void __launch_bounds__(MOE_THREADS) mmv_e_##NAME##_##NT(               \
-      float *y, const uint8_t *w, int stride, const float *x, const int *order,                \
+      float *y, const uint8_t *__restrict__ w, int stride, const float *__restrict__ x,        \
+      const int *order,                                                                        \
       const int *gexp, const int *gstart, int rows, int cols, int row_bytes, int per_slot,     \
       int k, int tpr) {                                                                        \
     mmv_experts<TYPE, NT>(y, w, stride, x, order, gexp, gstart, rows, cols, row_bytes,        \
@@ -292,7 +294,8 @@ MMV_E_ALL(bf16, T_BF16)
 
 /* Any type, any width: one warp per row, one slot at a time. Grid (ceil(rows / 4), groups). */
 extern "C" __global__ void __launch_bounds__(MOE_THREADS)
-    mmv_any_e(float *y, const uint8_t *w, int stride, int type, const float *x, const int *order,
+    mmv_any_e(float *y, const uint8_t *__restrict__ w, int stride, int type,
+              const float *__restrict__ x, const int *order,
               const int *gexp, const int *gstart, int rows, int cols, int row_bytes,
               int per_slot, int k) {
   const int g = blockIdx.y;

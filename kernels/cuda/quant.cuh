@@ -45,11 +45,39 @@ __device__ __forceinline__ void k4_scale_min(int j, const uint8_t *q, int &sc, i
   }
 }
 
+/*
+ * k4_scale_min on the 12 bytes loaded as three words s0, s1, s2 (bytes 0-3, 4-7, 8-11):
+ * what the mat-vec units use, three loads instead of up to six byte loads per sub-block.
+ */
+__device__ __forceinline__ void k4_scale_min_w(int j, uint32_t s0, uint32_t s1, uint32_t s2,
+                                               int &sc, int &m) {
+  if (j < 4) {
+    sc = (int)((s0 >> (8 * j)) & 63);
+    m = (int)((s1 >> (8 * j)) & 63);
+  } else {
+    const int k = 8 * (j - 4);
+    sc = (int)(((s2 >> k) & 0xF) | (((s0 >> (k + 6)) & 3) << 4));
+    m = (int)(((s2 >> (k + 4)) & 0xF) | (((s1 >> (k + 6)) & 3) << 4));
+  }
+}
+
 /* Q3_K: the 6-bit scale of sub-block is (0..15), still offset by 32. */
 __device__ __forceinline__ int q3k_scale(int is, const uint8_t *s) {
   const int low = is < 8 ? (s[is] & 0xF) : (s[is - 8] >> 4);
   const int high = (s[8 + (is & 3)] >> (2 * (is >> 2))) & 3;
   return low | (high << 4);
+}
+
+/*
+ * q3k_scale for the even sub-block `is` and is + 1 at once: their low nibbles share one
+ * 16-bit word of the 12 scale bytes and their high bits the next, so two loads, not four.
+ */
+__device__ __forceinline__ void q3k_scale_pair(int is, const uint8_t *s, int &a, int &b) {
+  const uint32_t lo = ld_u16(s + (is & 7));
+  const uint32_t hi = ld_u16(s + 8 + (is & 3));
+  const int shift = is < 8 ? 0 : 4, hs = 2 * (is >> 2);
+  a = (int)(((lo >> shift) & 0xF) | (((hi >> hs) & 3) << 4));
+  b = (int)(((lo >> (8 + shift)) & 0xF) | (((hi >> (8 + hs)) & 3) << 4));
 }
 
 /* Value `i` (0..31 or 0..255) of the block at `b`. */

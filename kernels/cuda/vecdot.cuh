@@ -164,8 +164,9 @@ struct UnitQ2_K {
     const int w = u & 7, h = w >> 2, j = w & 3;
     d = ld_f16(b + 80);
     dmin = ld_f16(b + 82);
-    sc_lo = b[8 * h + 2 * j];
-    sc_hi = b[8 * h + 2 * j + 1];
+    const int sc = ld_u16(b + 8 * h + 2 * j);
+    sc_lo = sc & 0xFF;
+    sc_hi = sc >> 8;
 #pragma unroll
     for (int i = 0; i < 8; i++) q[i] = (ld_i32(b + 16 + 32 * h + 4 * i) >> (2 * j)) & 0x03030303;
   }
@@ -197,8 +198,9 @@ struct UnitQ3_K {
     const uint8_t *b = row + BYTES * (u >> 3);
     const int w = u & 7, h = w >> 2, j = w & 3;
     d = ld_f16(b + 108);
-    sc_lo = q3k_scale(8 * h + 2 * j, b + 96) - 32;
-    sc_hi = q3k_scale(8 * h + 2 * j + 1, b + 96) - 32;
+    q3k_scale_pair(8 * h + 2 * j, b + 96, sc_lo, sc_hi);
+    sc_lo -= 32;
+    sc_hi -= 32;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
       const int low = (ld_i32_a2(b + 32 + 32 * h + 4 * i) >> (2 * j)) & 0x03030303;
@@ -233,8 +235,9 @@ struct UnitQ4_K {
     const int j = u & 3;
     d = ld_f16(b);
     dmin = ld_f16(b + 2);
-    k4_scale_min(2 * j, b + 4, sc_a, m_a);
-    k4_scale_min(2 * j + 1, b + 4, sc_b, m_b);
+    const uint32_t s0 = ld_i32(b + 4), s1 = ld_i32(b + 8), s2 = ld_i32(b + 12);
+    k4_scale_min_w(2 * j, s0, s1, s2, sc_a, m_a);
+    k4_scale_min_w(2 * j + 1, s0, s1, s2, sc_b, m_b);
     const int4 v0 = ld_i128(b + 16 + 32 * j);
     const int4 v1 = ld_i128(b + 32 + 32 * j);
     q[0] = v0.x, q[1] = v0.y, q[2] = v0.z, q[3] = v0.w;
@@ -267,8 +270,9 @@ struct UnitQ5_K {
     const int j = u & 3;
     d = ld_f16(b);
     dmin = ld_f16(b + 2);
-    k4_scale_min(2 * j, b + 4, sc_a, m_a);
-    k4_scale_min(2 * j + 1, b + 4, sc_b, m_b);
+    const uint32_t s0 = ld_i32(b + 4), s1 = ld_i32(b + 8), s2 = ld_i32(b + 12);
+    k4_scale_min_w(2 * j, s0, s1, s2, sc_a, m_a);
+    k4_scale_min_w(2 * j + 1, s0, s1, s2, sc_b, m_b);
 #pragma unroll
     for (int i = 0; i < 8; i++) {
       const int q = ld_i32(b + 48 + 32 * j + 4 * i);
@@ -303,8 +307,9 @@ struct UnitQ6_K {
     const uint8_t *b = row + BYTES * (u >> 3);
     const int w = u & 7, h = w >> 2, k = w & 3;
     d = ld_f16(b + 208);
-    sc_lo = (int8_t)b[192 + 8 * h + 2 * k];
-    sc_hi = (int8_t)b[192 + 8 * h + 2 * k + 1];
+    const int sc = ld_u16(b + 192 + 8 * h + 2 * k);
+    sc_lo = (int8_t)(sc & 0xFF);
+    sc_hi = (int8_t)(sc >> 8);
 #pragma unroll
     for (int i = 0; i < 8; i++) {
       const int l = ld_i32_a2(b + 64 * h + 32 * (k & 1) + 4 * i);

@@ -60,6 +60,42 @@ Deno.test({
   },
 });
 
+/** Each `.entry`'s body (up to its closing brace at the start of a line). */
+function entryBodies(ptx: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const re = /\.entry\s+(\w+)\s*\(/g;
+  for (let m = re.exec(ptx); m !== null; m = re.exec(ptx)) {
+    const end = ptx.indexOf("\n}", m.index);
+    out.set(m[1], ptx.slice(m.index, end < 0 ? ptx.length : end));
+  }
+  return out;
+}
+
+Deno.test({
+  name: "mat-vec kernels read weights through the read-only path (ld.global.nc), and the " +
+    "K-quant ones load no single bytes",
+  ignore: !hasNvcc,
+  async fn() {
+    const { manifests } = await buildCudaKernels();
+    for (const m of manifests) {
+      const dir = new URL(`../../kernels/build/${m.flavour}/`, import.meta.url);
+      let checked = 0;
+      for (const mod of m.modules.filter((x) => x.name === "matvec" || x.name === "moe")) {
+        const ptx = Deno.readTextFileSync(new URL(mod.ptx, dir));
+        for (const [name, body] of entryBodies(ptx)) {
+          if (!name.startsWith("mmv")) continue;
+          checked++;
+          assert(body.includes("ld.global.nc."), `${m.flavour}: ${name} has no ld.global.nc`);
+          if (/_q[2-6]_k_/.test(name)) {
+            assert(!/ld\.global(\.nc)?\.[us]8/.test(body), `${m.flavour}: ${name} loads bytes`);
+          }
+        }
+      }
+      assert(checked >= 120, `${m.flavour}: only ${checked} mat-vec kernels found`);
+    }
+  },
+});
+
 Deno.test("PTX parsing: version and entry parameter lists", () => {
   const ptx = `//\n.version 9.0\n.target sm_90\n.address_size 64\n` +
     `.visible .entry k1(\n\t.param .u64 k1_param_0,\n\t.param .u32 k1_param_1,\n` +

@@ -16,7 +16,9 @@
  * --moe: also qwen3-30b-a3b Q4_K_M (an 18.6 GB synthetic file, written on first use in
  * about three minutes): a decode step reads the dense weights and 8 of each layer's 128
  * experts, ~1.9 GB, so an H200's 4.8 TB/s bounds it near 2,500 tokens/s.
- * NEURON_TEST_LIBCUDA / NEURON_TEST_LIBCUBLAS as for the GPU tests.
+ * --streams 1,16 --contexts 0,4096,16384: decode with that many streams in one batch at
+ * each context length (decode_grid.ts), each next to its bandwidth roofline; --contexts ""
+ * skips the grid. NEURON_TEST_LIBCUDA / NEURON_TEST_LIBCUBLAS as for the GPU tests.
  */
 
 import { parseArgs } from "node:util";
@@ -32,6 +34,7 @@ import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import type { FileType } from "../../src/gguf/quant_mix.ts";
 import { gpuOptions } from "./support.ts";
 import { SMALL_SHAPE } from "./checks/model.ts";
+import { decodeGrid, type GridPoint } from "./decode_grid.ts";
 
 interface Case {
   label: string;
@@ -63,6 +66,7 @@ interface Result {
   graphSteps: number;
   captures: number;
   depths: DepthResult[];
+  grid: GridPoint[];
 }
 
 const { values } = parseArgs({
@@ -72,6 +76,8 @@ const { values } = parseArgs({
     moe: { type: "boolean" },
     depth: { type: "string" },
     json: { type: "string" },
+    streams: { type: "string" },
+    contexts: { type: "string" },
   },
 });
 const quick = values.quick ?? false;
@@ -86,6 +92,11 @@ if (!DEPTHS.every((d) => Number.isSafeInteger(d) && d > 0)) {
 /** Tokens per prefill step when filling a context, and tokens decoded at each depth. */
 const DEPTH_CHUNK = 2048;
 const TG_DEPTH = quick ? 8 : 64;
+const list = (v: string | undefined, fallback: string): number[] =>
+  (v ?? fallback).split(",").filter((x) => x.trim() !== "").map(Number);
+const GRID_STREAMS = list(values.streams, "1,16");
+const GRID_CONTEXTS = list(values.contexts, quick ? "0,64,160" : "0,4096,16384");
+const GRID_STEPS = quick ? 4 : 32;
 
 function smallPath(quant: FileType): string {
   const path = `${Deno.makeTempDirSync()}/small-${quant}.gguf`;
@@ -230,6 +241,13 @@ function run(c: Case): Result {
         decodeEfficiency: (tgDepth * (weights + kvBytes)) / (bandwidth * 1e9),
       };
     });
+    const grid = GRID_CONTEXTS.length === 0 ? [] : decodeGrid(gguf, model, be, {
+      streams: GRID_STREAMS,
+      contexts: GRID_CONTEXTS,
+      steps: GRID_STEPS,
+      weightBytes: weights,
+      bandwidthGBs: bandwidth,
+    });
     const stats = be.stats();
     model.close();
     return {
@@ -248,6 +266,7 @@ function run(c: Case): Result {
       graphSteps: stats.graphSteps,
       captures: stats.captures,
       depths,
+      grid,
     };
   } finally {
     be.close();
@@ -255,7 +274,12 @@ function run(c: Case): Result {
   }
 }
 
-const results = CASES.map(run);
+// Written after each model, so a run cut short by its time limit keeps what it measured.
+const results: Result[] = [];
+for (const c of CASES) {
+  results.push(run(c));
+  if (values.json) Deno.writeTextFileSync(values.json, JSON.stringify(results, null, 2) + "\n");
+}
 console.log(
   `\n| model | size | pp${PP} t/s | tg${TG} t/s | tg${TG} host argmax | copy GB/s | MB/token | decode efficiency |`,
 );
@@ -291,4 +315,3 @@ console.log(
     results.map((r) => `${r.captures} captured, ${r.graphSteps} replayed`).join("; ")
   }`,
 );
-if (values.json) Deno.writeTextFileSync(values.json, JSON.stringify(results, null, 2) + "\n");

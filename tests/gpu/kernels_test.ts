@@ -7,7 +7,9 @@
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
-import { gpuOptions, gpuTest } from "./support.ts";
+import { gpuOptions, gpuTest, HAS_CUBLAS } from "./support.ts";
+import { ReferenceBackend } from "../../src/backend/reference/reference_backend.ts";
+import { checkExpansionReuse, checkF16Overflow } from "./checks/prefill.ts";
 import { createCudaBackend } from "../../src/backend/cuda/mod.ts";
 import { assertClose, Pair } from "./checks/pair.ts";
 import { checkMatmul, MATMUL_TYPES } from "./checks/matmul.ts";
@@ -20,10 +22,31 @@ import { argmax } from "../../src/common/argmax.ts";
 
 for (const type of MATMUL_TYPES) {
   gpuTest(
-    `matmul ${type} against the reference`,
-    (be) => void checkMatmul(new Pair(be), type, true),
+    `matmul ${type} against the reference${
+      HAS_CUBLAS ? "" : " (no libcublas: mat-vec paths only)"
+    }`,
+    (be) => void checkMatmul(new Pair(be), type, HAS_CUBLAS),
   );
 }
+
+// The reference backend stands in for the native CPU one, whose library the bundle lacks.
+gpuTest(
+  "cuBLAS prefill: activations past f16's range give the reference's product",
+  (be) => {
+    checkF16Overflow(be, new ReferenceBackend());
+  },
+  {},
+  true,
+);
+
+gpuTest(
+  "cuBLAS prefill: a weight is expanded to f16 once and reused by later steps",
+  () => {
+    checkExpansionReuse((expansionBytes) => createCudaBackend(gpuOptions({ expansionBytes })));
+  },
+  {},
+  true,
+);
 
 gpuTest("matmul without cuBLAS (prefill on the mat-vec kernels)", (be) => {
   for (const type of MATMUL_TYPES) checkMatmul(new Pair(be), type, false);

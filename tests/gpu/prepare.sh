@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Prepares, on a machine without a GPU, everything tests/gpu/run.sh needs on a GPU host
-# that has no Deno, no network and maybe no nvcc: the PTX and cubins of every flavour, a
-# compressed Deno, the npm packages the GPU suite imports (a DENO_DIR subset), and some
-# model fixtures. Output: kernels/build/gpu/ (git-ignored, like all of kernels/build).
+# Prepares, on a machine without a GPU, everything tests/gpu/run.sh needs on a GPU host that
+# has no Deno, no network, maybe no nvcc, python3, xz or tar: the kernels, Deno (gzip: the
+# one decompressor such hosts still have; run.sh unpacks the rest with Deno itself), the npm
+# packages the GPU suite, the NCCL test and the bench import (a DENO_DIR subset), and model
+# fixtures. Output: kernels/build/gpu/ (git-ignored, like all of kernels/build).
 #
-#   tests/gpu/prepare.sh [FIXTURE...]   (default: qwen3-tiny-q8_0 qwen3-tiny-q4_0)
+#   tests/gpu/prepare.sh [FIXTURE...]   (default: qwen3-tiny-q8_0)
 #
-# A device call carries at most 64 MiB: Deno alone is ~30 MiB compressed, so two tiny
-# fixtures fit beside it; the others (tiny-f16 ~20 MiB, small-q4_k_m ~56 MiB compressed)
-# go in follow-up calls, each prepared into its own folder:
+# A device call carries at most 64 MiB: Deno is ~40 MiB as gzip, the sm_90 kernels (H100,
+# H200) ~3 MiB, the npm subset ~2 MiB and qwen3-tiny-q8_0 ~11 MiB. FLAVOURS="sm_89 sm_90
+# sm_120" carries every flavour (~9 MiB); more fixtures go in follow-up calls, each
+# prepared into its own folder:
 #
-#   tests/gpu/prepare.sh --only qwen3-small-q4_k_m   -> kernels/build/gpu-extra/
+#   tests/gpu/prepare.sh --only qwen3-tiny-q4_0   -> kernels/build/gpu-extra/
 #
 # and a follow-up call carries only that folder (the first call's unpacked Deno stays on
 # the machine while it is warm): run(command="SUITE=golden bash tests/gpu/run.sh",
@@ -19,11 +21,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 DENO=.tools/deno/deno
 FIXTURES=${NEURON_FIXTURES:-../shared/fixtures}
+FLAVOURS=${FLAVOURS:-sm_90}
+LIMIT=$((64 * 1024 * 1024))
 
 only=0
 if [ "${1:-}" = "--only" ]; then only=1; shift; fi
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(qwen3-tiny-q8_0 qwen3-tiny-q4_0)
+[ ${#names[@]} -gt 0 ] || names=(qwen3-tiny-q8_0)
 
 if [ $only = 1 ]; then
   out=kernels/build/gpu-extra
@@ -33,25 +37,31 @@ else
   NO_COLOR=1 $DENO task kernels:cuda
   mkdir -p "$out"
   bin=$(NO_COLOR=1 $DENO eval 'console.log(Deno.execPath())')
-  if [ ! -f "$out/deno.xz" ] || [ "$bin" -nt "$out/deno.xz" ]; then
+  if [ ! -f "$out/deno.gz" ] || [ "$bin" -nt "$out/deno.gz" ]; then
     echo "compressing $bin"
-    xz -T0 -6 -c "$bin" > "$out/deno.xz.tmp" && mv "$out/deno.xz.tmp" "$out/deno.xz"
+    gzip -9 -c "$bin" > "$out/deno.gz.tmp" && mv "$out/deno.gz.tmp" "$out/deno.gz"
   fi
+  rm -f "$out/deno.xz" "$out/deno_dir.tar.xz" "$out/kernels.tar.xz"
   denodir=$(NO_COLOR=1 $DENO info | sed -n 's/^DENO_DIR location: //p')
-  # What the GPU suite imports from npm (through the engine's chat code): zod and jinja.
-  tar -C "$denodir" -cJf "$out/deno_dir.tar.xz" \
+  # What the GPU suite, the NCCL test and the bench import from npm: zod and jinja (the
+  # engine's chat code). A missing one shows in the dry run (tests/gpu/dry_run.sh).
+  tar -C "$denodir" -czf "$out/deno_dir.tar.gz" \
     npm/registry.npmjs.org/zod npm/registry.npmjs.org/@huggingface
-  # The kernels of every flavour, compressed (PTX shrinks tenfold); run.sh unpacks the
-  # ones the checkout lacks.
-  tar -C kernels/build -cJf "$out/kernels.tar.xz" sm_89 sm_90 sm_120
+  # shellcheck disable=SC2086
+  tar -C kernels/build -czf "$out/kernels.tar.gz" $FLAVOURS
 fi
 
 mkdir -p "$out/fixtures/golden"
 for n in "${names[@]}"; do
   [ -f "$FIXTURES/$n.gguf" ] || { echo "no fixture $FIXTURES/$n.gguf" >&2; exit 1; }
   echo "compressing fixture $n"
-  xz -T0 -6 -c "$FIXTURES/$n.gguf" > "$out/fixtures/$n.gguf.xz"
+  gzip -6 -c "$FIXTURES/$n.gguf" > "$out/fixtures/$n.gguf.gz"
   cp "$FIXTURES/golden/$n.json" "$out/fixtures/golden/"
 done
-du -sh "$out"
-echo "device call: run(command=\"bash tests/gpu/run.sh\", carry=[\"$out\"], timeout_s=420)"
+bytes=$(du -sb "$out" | cut -f1)
+echo "$out: $((bytes / 1024 / 1024)) MiB of the 64 MiB a device call carries"
+if [ "$bytes" -gt "$LIMIT" ]; then
+  echo "too large to carry: carry fewer fixtures or flavours" >&2
+  exit 1
+fi
+echo "device call: run(command=\"bash tests/gpu/run.sh\", carry=[\"$out\"], timeout_s=450)"

@@ -1,108 +1,184 @@
 #!/usr/bin/env bash
-# The GPU check, run from the repository root on a GPU host: deno task test:gpu (every
-# kernel against the reference, every fixture golden present, the engine on the GPU),
-# then the GPU bench (synthetic qwen3-0.6b Q8_0 and qwen3-8b Q4_K_M: pp512, tg128, copy
-# bandwidth, decode efficiency), then a short table. Sized for under 5 minutes.
+# The one-shot GPU check, run from the repository root on a GPU host, in under 7 minutes:
+#   1. Deno, its npm packages, kernels and fixtures from the bundle tests/gpu/prepare.sh made
+#      (kernels/build/gpu), unpacked with gzip or xz for Deno itself and Deno for the rest:
+#      no python3, xz or tar needed;
+#   2. preflight, said first: the driver's CUDA version against the PTX ISA the kernels need,
+#      libcublas and libnccl present or not (what is missing is skipped, and said so);
+#   3. the GPU suite (tests/gpu: every kernel against the reference, every carried fixture's
+#      goldens, the engine on the GPU), then the NCCL tests (init + sanity all-reduce with one
+#      rank; two ranks where two GPUs exist);
+#   4. the bench: synthetic qwen3-0.6b Q8_0 and qwen3-8b Q4_K_M (MOE=1: qwen3-30b-a3b too),
+#      pp512 and tg128, decode with 1 and 16 streams at 0, 4k and 16k context (16k in a
+#      second pass, run while time is left);
+#   5. one table: every test's result, then every speed next to its bandwidth roofline.
+# Logs and the table go to $OUT (or kernels/build/gpu-run/out). Exit 0 when every test
+# that ran passed and the bench finished.
 #
-# Deno, its npm packages and the fixtures come from kernels/build/gpu (tests/gpu/prepare.sh
-# makes it) unless `deno` is on PATH; fixtures from a follow-up call's
-# kernels/build/gpu-extra are used too. The kernels are built here when nvcc is present,
-# else the carried ones. Everything unpacked goes to kernels/build/gpu-run (kept between
-# calls while the machine stays warm). Results go to $OUT (or kernels/build/gpu-run/out).
-#
+#   QUICK=1      small shapes and few steps (dry runs on the emulator)
+#   DRY=1        the emulator as libcuda and libcublas (implies QUICK=1; tests/gpu/dry_run.sh;
+#                DRY_EMU: an emulator library built already; DRY_CUBLAS=/nowhere: no cuBLAS)
 #   SUITE=golden only the fixture goldens, no bench (follow-up calls with more fixtures)
-#   QUICK=1      one prompt per fixture and a small bench (dry runs on the emulator)
-#   SANITIZE=1   also run the kernel tests under compute-sanitizer (memcheck)
+#   SANITIZE=1   also the kernel tests under compute-sanitizer (memcheck)
 #   MOE=1        the bench adds qwen3-30b-a3b Q4_K_M (writes an 18.6 GB synthetic file first)
+#   CONTEXTS=..  the bench's first pass's contexts (default 0,4096), LONG_CONTEXTS=.. its
+#                second's (16384; empty: none), STREAMS=.. its stream counts (1,16)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export NO_COLOR=1
-B=kernels/build/gpu
-W=kernels/build/gpu-run
+B=${GPU_BUNDLE:-kernels/build/gpu}
+W=${GPU_WORK:-kernels/build/gpu-run}
 out=${OUT:-$W/out}
 mkdir -p "$out" "$W"
 started=$(date +%s)
-say() { echo "== $*" | tee -a "$out/summary.txt"; }
 : > "$out/summary.txt"
-# xz where installed, else Python's lzma (GPU images always have python3).
-unxz_to() {
-  if command -v xz >/dev/null 2>&1; then xz -dc "$1" > "$2"
-  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],"wb"))' "$1" "$2"; fi
-}
-untar_xz() {
-  python3 -c 'import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
+say() { echo "== $*" | tee -a "$out/summary.txt"; }
+elapsed() { echo $(( $(date +%s) - started )); }
+# Runs "$@" for at most $1 seconds where coreutils' timeout exists (it nearly always does).
+limit() {
+  local s=$1; shift
+  if command -v timeout >/dev/null 2>&1; then timeout -k 10 "$s" "$@"; else "$@"; fi
 }
 
-if command -v deno >/dev/null 2>&1; then
+# 1. Deno.
+gunzip_to() {
+  if command -v gzip >/dev/null 2>&1; then gzip -dc "$1" > "$2"
+  elif command -v zcat >/dev/null 2>&1; then zcat "$1" > "$2"
+  elif command -v busybox >/dev/null 2>&1; then busybox gunzip -c "$1" > "$2"
+  else return 1; fi
+}
+if [ "${DRY:-0}" != 1 ] && command -v deno >/dev/null 2>&1; then
   DENO=$(command -v deno)
 elif [ -x "$W/deno" ]; then
   DENO=$W/deno
-elif [ -f "$B/deno.xz" ]; then
-  unxz_to "$B/deno.xz" "$W/deno.tmp" && chmod +x "$W/deno.tmp" && mv "$W/deno.tmp" "$W/deno"
-  DENO=$W/deno
+elif [ -f "$B/deno.gz" ] && gunzip_to "$B/deno.gz" "$W/deno.tmp"; then
+  chmod +x "$W/deno.tmp" && mv "$W/deno.tmp" "$W/deno" && DENO=$W/deno
+elif [ -f "$B/deno.xz" ] && command -v xz >/dev/null 2>&1 && xz -dc "$B/deno.xz" > "$W/deno.tmp"; then
+  chmod +x "$W/deno.tmp" && mv "$W/deno.tmp" "$W/deno" && DENO=$W/deno
 else
-  say "no deno: put one on PATH or run tests/gpu/prepare.sh before carrying $B"; exit 2
+  say "no deno: none on PATH, and no $B/deno.gz (with gzip, zcat or busybox) or $B/deno.xz (with xz)"
+  say "run tests/gpu/prepare.sh before carrying $B"; exit 2
 fi
-if [ -f "$B/deno_dir.tar.xz" ]; then
+unpack() { "$DENO" run -A --no-lock tests/gpu/unpack.ts "$@" >> "$out/unpack.log" 2>&1; }
+CACHED=
+if [ -f "$B/deno_dir.tar.gz" ]; then
   export DENO_DIR=$PWD/$W/deno_dir
-  [ -d "$DENO_DIR/npm" ] || { mkdir -p "$DENO_DIR" && untar_xz "$B/deno_dir.tar.xz" "$DENO_DIR"; }
+  [ -d "$DENO_DIR/npm" ] || { mkdir -p "$DENO_DIR" && unpack "$B/deno_dir.tar.gz" "$DENO_DIR"; }
   CACHED="--cached-only --no-lock"
-else
-  CACHED=
 fi
-say "deno $("$DENO" --version | head -1 | cut -d' ' -f2) ($DENO)"
+say "deno $("$DENO" --version | head -1 | cut -d' ' -f2) ($DENO) after $(elapsed) s"
 
 fx=$PWD/$W/fixtures
 mkdir -p "$fx/golden"
 for dir in "$B/fixtures" kernels/build/gpu-extra/fixtures; do
   [ -d "$dir" ] || continue
   cp "$dir"/golden/* "$fx/golden/" 2>/dev/null
-  for f in "$dir"/*.gguf.xz; do
+  for f in "$dir"/*.gguf.gz; do
     [ -f "$f" ] || continue
-    t=$fx/$(basename "$f" .xz)
-    [ -f "$t" ] || unxz_to "$f" "$t"
+    t=$fx/$(basename "$f" .gz)
+    [ -f "$t" ] || unpack "$f" "$t"
   done
 done
-if ls "$fx"/*.gguf >/dev/null 2>&1; then
-  export NEURON_FIXTURES=$fx
-fi
+if ls "$fx"/*.gguf >/dev/null 2>&1; then export NEURON_FIXTURES=$fx; fi
 say "fixtures: $(ls "${NEURON_FIXTURES:-../shared/fixtures}" 2>/dev/null | grep -c gguf) in ${NEURON_FIXTURES:-../shared/fixtures}"
 
-if [ -f "$B/kernels.tar.xz" ]; then
-  for flavour in sm_89 sm_90 sm_120; do
-    if [ ! -f "kernels/build/$flavour/manifest.json" ]; then untar_xz "$B/kernels.tar.xz" kernels/build; break; fi
-  done
+if [ -f "$B/kernels.tar.gz" ] && [ ! -f "kernels/build/sm_90/manifest.json" ]; then
+  unpack "$B/kernels.tar.gz" kernels/build
 fi
-if command -v nvcc >/dev/null 2>&1; then
-  "$DENO" run -A $CACHED kernels/build_cuda.ts 2>&1 | tail -4 | tee -a "$out/summary.txt"
+if [ "${DRY:-0}" != 1 ] && command -v nvcc >/dev/null 2>&1; then
+  "$DENO" run -A $CACHED kernels/build_cuda.ts 2>&1 | tail -2 | tee -a "$out/summary.txt"
 else
-  say "no nvcc: using the carried kernels ($(ls -d kernels/build/sm_* 2>/dev/null | tr '\n' ' '))"
+  say "kernels: $(ls -d kernels/build/sm_* 2>/dev/null | tr '\n' ' ')(carried)"
 fi
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
 export XDG_CACHE_HOME=$PWD/$W/cache
-if [ "${QUICK:-0}" = 1 ]; then export NEURON_TEST_QUICK=1; BENCH_ARGS=--quick; else BENCH_ARGS=; fi
-if [ "${MOE:-0}" = 1 ]; then BENCH_ARGS="$BENCH_ARGS --moe"; fi
+BENCH_ARGS=()
+if [ "${DRY:-0}" = 1 ]; then
+  QUICK=1
+  emu=${DRY_EMU:-$("$DENO" eval $CACHED 'import { buildEmulator } from "./tests/cuda/emu/build_emu.ts"; console.log(await buildEmulator())' 2>>"$out/unpack.log" | tail -1)}
+  export NEURON_TEST_LIBCUDA=$emu NEURON_TEST_LIBCUBLAS=${DRY_CUBLAS:-$emu}
+  say "dry run: the emulator ($emu) stands in for libcuda and libcublas"
+fi
+if [ "${QUICK:-0}" = 1 ]; then export NEURON_TEST_QUICK=1; BENCH_ARGS+=(--quick); fi
+if [ "${MOE:-0}" = 1 ]; then BENCH_ARGS+=(--moe); fi
+# The bench runs in two passes so a slow 16k context costs only its own rows: the first
+# with the short contexts, the second (if time is left) with the long one alone. After each
+# context it measures one stream (--depth) and the grid 16 streams.
+if [ "${QUICK:-0}" = 1 ]; then short=0,64 long=160; else short=0,4096 long=16384; fi
+SHORT=${CONTEXTS:-$short}
+LONG=${LONG_CONTEXTS-$long}
+BENCH_ARGS+=(--streams "${STREAMS:-16}")
+# The arguments of a pass over contexts $1.
+pass_args() {
+  local depths=${1#0,}
+  PASS=(--contexts "$1")
+  if [ "$depths" != 0 ]; then PASS+=(--depth "$depths"); fi
+}
 
-if [ "${SUITE:-all}" = golden ]; then tests=tests/gpu/golden_test.ts; else tests=tests/gpu/; fi
-"$DENO" test -A --unstable-no-legacy-abort $CACHED $tests 2>&1 | tee "$out/test_gpu.log"
-test_rc=${PIPESTATUS[0]}
-say "test:gpu: $(grep -E '^(ok|FAILED) \|' "$out/test_gpu.log" | tail -1) (exit $test_rc) after $(( $(date +%s) - started )) s"
-grep -E "^(gpu: .*(FAILED|ok)|NOTICE|test:gpu on|qwen3-.*prompts|device-to-device)" "$out/test_gpu.log" | grep -v " ok (" | tee -a "$out/summary.txt"
+# 2. Preflight, before anything can fail for its reasons.
+"$DENO" run -A $CACHED tests/gpu/preflight.ts --json "$out/preflight.json" 2>&1 | tee "$out/preflight.log"
+pre_rc=${PIPESTATUS[0]}
+grep "^PREFLIGHT" "$out/preflight.log" >> "$out/summary.txt"
+command -v nvidia-smi >/dev/null 2>&1 &&
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$out/summary.txt"
 
-if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
-  compute-sanitizer --tool memcheck --print-limit 20 "$DENO" test -A --unstable-no-legacy-abort $CACHED \
-    tests/gpu/kernels_test.ts > "$out/sanitizer.log" 2>&1
-  say "compute-sanitizer memcheck: $(grep -E 'ERROR SUMMARY' "$out/sanitizer.log" | tail -1)"
+# 3. Tests. A driver too old for the PTX fails every test the same way: run none.
+test_rc=0
+logs=()
+if [ "$pre_rc" != 0 ]; then
+  say "PREFLIGHT failed: no GPU test or bench can run (see above)"
+  test_rc=1
+else
+  if [ "${SUITE:-all}" = golden ]; then tests=tests/gpu/golden_test.ts; else tests=tests/gpu/; fi
+  limit 240 "$DENO" test -A --unstable-no-legacy-abort $CACHED $tests > "$out/test_gpu.log" 2>&1
+  test_rc=$?
+  logs+=("$out/test_gpu.log")
+  say "test:gpu: $(grep -E '^(ok|FAILED) \|' "$out/test_gpu.log" | tail -1) (exit $test_rc) after $(elapsed) s"
+  grep -E "^NOTICE|^test:gpu on" "$out/test_gpu.log" | tee -a "$out/summary.txt"
+  if [ "${SUITE:-all}" != golden ]; then
+    limit 90 "$DENO" test -A --unstable-no-legacy-abort $CACHED tests/tp/nccl_gpu_test.ts > "$out/nccl.log" 2>&1
+    nccl_rc=$?
+    logs+=("$out/nccl.log")
+    say "nccl: $(grep -E '^(ok|FAILED) \|' "$out/nccl.log" | tail -1) (exit $nccl_rc) after $(elapsed) s"
+    [ "$nccl_rc" = 0 ] || test_rc=$nccl_rc
+  fi
+  if [ "${SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
+    limit 120 compute-sanitizer --tool memcheck --print-limit 20 "$DENO" test -A \
+      --unstable-no-legacy-abort $CACHED tests/gpu/kernels_test.ts > "$out/sanitizer.log" 2>&1
+    say "compute-sanitizer memcheck: $(grep -E 'ERROR SUMMARY' "$out/sanitizer.log" | tail -1)"
+  fi
 fi
 
+# 4. Bench, within what is left of 7 minutes (20 s kept for the table). Each pass writes
+# its JSON after every model, so one cut short keeps what it measured.
 bench_rc=0
-if [ "${SUITE:-all}" != golden ]; then
-  "$DENO" run -A $CACHED tests/gpu/bench.ts $BENCH_ARGS --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
-  bench_rc=${PIPESTATUS[0]}
-  grep -E "^\|" "$out/bench.log" >> "$out/summary.txt"
+benches=()
+if [ "$pre_rc" = 0 ] && [ "${SUITE:-all}" != golden ]; then
+  left=$(( 400 - $(elapsed) ))
+  [ "$left" -gt 30 ] || left=30
+  pass_args "$SHORT"
+  limit "$left" "$DENO" run -A $CACHED tests/gpu/bench.ts "${BENCH_ARGS[@]}" "${PASS[@]}" \
+    --json "$out/bench.json" > "$out/bench.log" 2>&1
+  bench_rc=$?
+  benches+=(--bench "$out/bench.json")
+  say "bench (contexts $SHORT) exit $bench_rc after $(elapsed) s"
+  left=$(( 400 - $(elapsed) ))
+  if [ -n "$LONG" ] && [ "$left" -ge 60 ]; then
+    pass_args "$LONG"
+    limit "$left" "$DENO" run -A $CACHED tests/gpu/bench.ts "${BENCH_ARGS[@]}" "${PASS[@]}" \
+      --json "$out/bench_long.json" > "$out/bench_long.log" 2>&1
+    long_rc=$?
+    benches+=(--bench "$out/bench_long.json")
+    say "bench (contexts $LONG) exit $long_rc after $(elapsed) s"
+  elif [ -n "$LONG" ]; then
+    say "bench (contexts $LONG) skipped: $left s left of the 7 minutes"
+  fi
   grep -E "^device:" "$out/bench.log" >> "$out/summary.txt"
 fi
-say "bench exit $bench_rc; total $(( $(date +%s) - started )) s"
-echo; cat "$out/summary.txt"
+
+# 5. The table.
+"$DENO" run -A $CACHED tests/gpu/table.ts --preflight "$out/preflight.json" "${benches[@]}" \
+  "${logs[@]}" > "$out/table.md" 2>&1
+say "total $(elapsed) s"
+echo; cat "$out/summary.txt"; echo; cat "$out/table.md"
 [ "$test_rc" = 0 ] && [ "$bench_rc" = 0 ]

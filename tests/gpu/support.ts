@@ -21,11 +21,14 @@ export function gpuOptions(extra: CudaBackendOptions = {}): CudaBackendOptions {
 /** True when the suite runs on stand-in libraries rather than the real driver. */
 export const EMULATED = Deno.env.get("NEURON_TEST_LIBCUDA") !== undefined;
 
+let cublasLoaded = false;
+
 function probe(): string | null {
   try {
     const be = createCudaBackend(gpuOptions());
     const info = be.info();
     be.close();
+    cublasLoaded = info.cublas;
     console.log(
       `test:gpu on ${info.device} (compute ${info.computeCapability}, ${info.flavour} ${info.image}, ` +
         `cuBLAS ${info.cublas ? "yes" : "no"})`,
@@ -42,16 +45,22 @@ if (unavailable !== null) {
 }
 
 export const HAS_GPU = unavailable === null;
+/** Whether the GPU's backend loads cuBLAS: without it the cuBLAS path's tests are skipped. */
+export const HAS_CUBLAS = HAS_GPU && cublasLoaded;
+if (HAS_GPU && !HAS_CUBLAS) {
+  console.warn("NOTICE test:gpu: libcublas not found, the cuBLAS prefill path is not tested");
+}
 
 /** A test on a fresh backend (closed afterwards). */
 export function gpuTest(
   name: string,
   fn: (be: CudaBackend) => void | Promise<void>,
   options: CudaBackendOptions = {},
+  needsCublas = false,
 ): void {
   Deno.test({
     name: `gpu: ${name}`,
-    ignore: !HAS_GPU,
+    ignore: !HAS_GPU || (needsCublas && !HAS_CUBLAS),
     async fn() {
       const be = createCudaBackend(gpuOptions(options));
       try {

@@ -12,7 +12,9 @@ import { log } from "../../common/log.ts";
 import { StepArena } from "./arena.ts";
 import { availableFlavours, readKernelAsset, readManifest } from "./assets.ts";
 import { Cublas } from "./cublas.ts";
+import { EXPANSION_SHARE, WeightExpansions } from "./expansions.ts";
 import { CudaDriver, type DeviceProps } from "./driver.ts";
+import { invalidArgument } from "./errors.ts";
 import { CU_STREAM_NON_BLOCKING } from "./driver_symbols.ts";
 import { ccString, type FlavourChoice, selectFlavour } from "./flavour.ts";
 import { GraphCache } from "./graph_cache.ts";
@@ -34,6 +36,11 @@ export interface CudaBackendOptions {
   cublas?: boolean;
   /** Fuse back-to-back ops into single kernels (default true; fusion.ts). */
   fusion?: boolean;
+  /**
+   * Bytes of f16 weight copies kept for cuBLAS prefill (expansions.ts; default an eighth of
+   * the device's memory, 0 expands every step).
+   */
+  expansionBytes?: number;
 }
 
 const ARENA_BYTES = 1 << 20;
@@ -73,7 +80,8 @@ export class CudaContext {
   /** Per-step caches, dropped at every flush. */
   readonly layouts = new Map<object, DeviceLayout>();
   quantized: { src: DeviceRows; xq: number; xd: number; kp: number } | null = null;
-  halves: { src: DeviceRows; ptr: number } | null = null;
+  halves: { src: DeviceRows; ptr: number; scale: number } | null = null;
+  readonly expansions: WeightExpansions;
   readonly #scratch = new Map<string, { ptr: number; bytes: number }>();
   readonly #index: number;
   #closed = false;
@@ -90,6 +98,7 @@ export class CudaContext {
     graphs: GraphCache | null;
     cublas: Cublas | null;
     fusion: boolean;
+    expansionBytes: number;
   }) {
     this.driver = parts.driver;
     this.device = parts.device;
@@ -103,10 +112,15 @@ export class CudaContext {
     this.graphs = parts.graphs;
     this.cublas = parts.cublas;
     this.fusion = parts.fusion;
+    this.expansions = new WeightExpansions(this.memory, parts.expansionBytes);
     this.runner = new Runner(this.driver, this.kernels, this.arena, this.stream, this.graphs);
   }
 
   static create(options: CudaBackendOptions): CudaContext {
+    const budget = options.expansionBytes;
+    if (budget !== undefined && !(Number.isSafeInteger(budget) && budget >= 0)) {
+      throw invalidArgument("createCudaBackend", `expansionBytes ${budget} is not a byte count`);
+    }
     const driver = CudaDriver.open(options.libcuda ?? "libcuda.so.1");
     const undo: Array<() => void> = [() => driver.close()];
     try {
@@ -138,6 +152,8 @@ export class CudaContext {
         graphs,
         cublas,
         fusion: options.fusion !== false,
+        expansionBytes: options.expansionBytes ??
+          Math.floor(device.totalBytes * EXPANSION_SHARE),
       });
       log.info("CUDA backend ready", {
         device: device.name,

@@ -2,7 +2,9 @@
  * Recording matrix products. A few tokens (decode): one mat-vec launch per 8 tokens, on
  * activations quantized to q8_1 once and shared by every product that reads the same
  * activation (q, k and v; gate and up). Many tokens with cuBLAS loaded (prefill): the
- * activation in f16, weight rows expanded to f16 a tile at a time, cublasGemmEx.
+ * activation in f16 (rows past f16's range scaled by a power of two, undone on the
+ * output), the weight as its kept f16 copy (expansions.ts) or expanded a tile at a time,
+ * cublasGemmEx.
  */
 
 import { GgmlType } from "../../gguf/types.ts";
@@ -46,16 +48,31 @@ export function quantized(
   return ctx.quantized;
 }
 
-/** `x` as f16 (cached like the quantized form). */
-function halves(ctx: CudaContext, x: CudaActivation): number {
-  const n = x.rows * x.cols;
-  const ptr = ctx.scratch("xh", n * 2);
+/**
+ * `x` as f16, each row scaled by a power of two where it would overflow f16, and where the
+ * scales are (cached like the quantized form).
+ */
+function halves(ctx: CudaContext, x: CudaActivation): { ptr: number; scale: number } {
+  const ptr = ctx.scratch("xh", x.rows * x.cols * 2);
+  const scale = ctx.scratch("xh_scale", x.rows * 4);
   const cached = ctx.halves;
-  if (cached !== null && same(cached.src, x)) return cached.ptr;
-  ctx.runner.tape.launch(ctx.k("f32_to_f16_kernel"), Math.min(Math.ceil(n / 256), 65535), 1, 1, 256)
-    .p(ptr).p(x.ptr).i(n).end();
-  ctx.halves = { src: { ptr: x.ptr, rows: x.rows, cols: x.cols }, ptr };
-  return ptr;
+  if (cached !== null && same(cached.src, x)) return cached;
+  ctx.runner.tape.launch(ctx.k("f32_to_f16_rows"), x.rows, 1, 1, 256)
+    .p(ptr).p(scale).p(x.ptr).i(x.rows).i(x.cols).end();
+  ctx.halves = { src: { ptr: x.ptr, rows: x.rows, cols: x.cols }, ptr, scale };
+  return ctx.halves;
+}
+
+/** The weight as f16: itself, its kept copy (made now if the budget allows), or null. */
+function expanded(ctx: CudaContext, w: CudaWeight): number | null {
+  if (w.type.id === GgmlType.F16) return w.ptr;
+  const kept = ctx.expansions.get(w.ptr);
+  if (kept !== null) return kept;
+  const copy = ctx.expansions.reserve(w.ptr, w.rows * w.cols * 2);
+  if (copy === null) return null;
+  ctx.runner.tape.launch(ctx.k("dequant_f16"), w.rows, 1, 1, 256)
+    .p(copy).p(w.ptr).i(w.type.id).i(w.rows).i(w.cols).i(w.rowBytes).end();
+  return copy;
 }
 
 function gemm(ctx: CudaContext, out: CudaActivation, w: CudaWeight, x: CudaActivation): void {
@@ -63,22 +80,24 @@ function gemm(ctx: CudaContext, out: CudaActivation, w: CudaWeight, x: CudaActiv
   const { rows, cols } = w;
   const n = x.rows;
   const tape = ctx.runner.tape;
-  if (w.type.id === GgmlType.F16) {
-    const xh = halves(ctx, x);
-    const wp = w.ptr, yp = out.ptr;
-    tape.hostCall(() => cublas.gemmF16(rows, n, cols, wp, cols, xh, cols, yp, rows));
-    return;
-  }
-  const tile = Math.min(rows, Math.max(1, Math.floor(GEMM_TILE_BYTES / (cols * 2))));
-  const wh = ctx.scratch("wh", tile * cols * 2);
   const xh = halves(ctx, x);
-  for (let r0 = 0; r0 < rows; r0 += tile) {
-    const tr = Math.min(tile, rows - r0);
-    tape.launch(ctx.k("dequant_f16"), tr, 1, 1, 256)
-      .p(wh).p(w.ptr + r0 * w.rowBytes).i(w.type.id).i(tr).i(cols).i(w.rowBytes).end();
-    const yp = out.ptr + 4 * r0;
-    tape.hostCall(() => cublas.gemmF16(tr, n, cols, wh, cols, xh, cols, yp, rows));
+  const whole = expanded(ctx, w);
+  if (whole !== null) {
+    const yp = out.ptr;
+    tape.hostCall(() => cublas.gemmF16(rows, n, cols, whole, cols, xh.ptr, cols, yp, rows));
+  } else {
+    const tile = Math.min(rows, Math.max(1, Math.floor(GEMM_TILE_BYTES / (cols * 2))));
+    const wh = ctx.scratch("wh", tile * cols * 2);
+    for (let r0 = 0; r0 < rows; r0 += tile) {
+      const tr = Math.min(tile, rows - r0);
+      tape.launch(ctx.k("dequant_f16"), tr, 1, 1, 256)
+        .p(wh).p(w.ptr + r0 * w.rowBytes).i(w.type.id).i(tr).i(cols).i(w.rowBytes).end();
+      const yp = out.ptr + 4 * r0;
+      tape.hostCall(() => cublas.gemmF16(tr, n, cols, wh, cols, xh.ptr, cols, yp, rows));
+    }
   }
+  tape.launch(ctx.k("unscale_rows"), n, 1, 1, 256)
+    .p(out.ptr).p(xh.scale).i(n).i(rows).end();
 }
 
 /** A weight's mat-vec launch shape and kernels, per token-count instance. */
