@@ -12,6 +12,12 @@
  */
 #include "kern_avx512_attention_tiles.h"
 
+/* Positions a step of the walk takes: one usual paged block, so that the heads, one after
+ * another, sweep 32 KiB (Qwen3-0.6B's f16 rows) where the hardware's prefetchers follow them.
+ * Measured on the 2-core EPYC VM, 2048 positions x 28 layers, 2 threads: 10 ms a token at
+ * 16 positions, 11.5 at 32, 13.5 at 64. */
+#define SPAN_TILE 16
+
 /* Floats of state kept per kv head: each row's accumulator and copied query, its running
  * maximum and sum. */
 static int64_t head_state_floats(int64_t n_rows, int64_t d) { return n_rows * (2 * d + 2); }
@@ -24,8 +30,8 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
   const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d), per_head = head_state_floats(n_rows, d);
   float *scores = scratch + n_kv * per_head;
   /* Each position's row of kv head 0; head h's lies h rows further. */
-  const uint8_t *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
-  const uint8_t *knext[NK_ATTN_TILE], *vnext[NK_ATTN_TILE];
+  const uint8_t *krows[SPAN_TILE + 16], *vrows[SPAN_TILE];
+  const uint8_t *knext[SPAN_TILE], *vnext[SPAN_TILE];
   int64_t len = 0, start = INT64_MAX;
   for (int64_t t = 0; t < a->n_tokens; t++) {
     if (a->positions[t] + 1 > len) len = (int64_t)a->positions[t] + 1;
@@ -46,7 +52,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
     }
   }
   if (lo < hi) {
-    const int64_t n = hi - lo < NK_ATTN_TILE ? hi - lo : NK_ATTN_TILE;
+    const int64_t n = hi - lo < SPAN_TILE ? hi - lo : SPAN_TILE;
     tile_rows(a, a->k_cache, lo, n, 0, row_bytes, 0, knext);
     tile_rows(a, a->v_cache, lo, n, 0, row_bytes, 0, vnext);
     /* Nothing requested the span's first tile: ask for all of it now. */
@@ -55,9 +61,9 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
       prefetch_row(vnext[j], n_kv * row_bytes);
     }
   }
-  for (int64_t p0 = lo; p0 < hi; p0 += NK_ATTN_TILE) {
-    const int64_t n = hi - p0 < NK_ATTN_TILE ? hi - p0 : NK_ATTN_TILE;
-    const int64_t p1 = p0 + n, ahead = hi - p1 < NK_ATTN_TILE ? hi - p1 : NK_ATTN_TILE;
+  for (int64_t p0 = lo; p0 < hi; p0 += SPAN_TILE) {
+    const int64_t n = hi - p0 < SPAN_TILE ? hi - p0 : SPAN_TILE;
+    const int64_t p1 = p0 + n, ahead = hi - p1 < SPAN_TILE ? hi - p1 : SPAN_TILE;
     memcpy(krows, knext, (size_t)n * sizeof(krows[0]));
     memcpy(vrows, vnext, (size_t)n * sizeof(vrows[0]));
     if (ahead > 0) {
