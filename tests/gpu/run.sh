@@ -153,23 +153,24 @@ fi
 # its JSON after every model, so one cut short keeps what it measured.
 bench_rc=0
 benches=()
+# One pass of the bench over contexts $1, its JSON into $out/$2.json, within $3 seconds.
+bench_pass() {
+  pass_args "$1"
+  limit "$3" "$DENO" run -A $CACHED tests/gpu/bench.ts "${BENCH_ARGS[@]}" "${PASS[@]}" \
+    --json "$out/$2.json" > "$out/$2.log" 2>&1
+  local rc=$?
+  benches+=(--bench "$out/$2.json")
+  say "bench (contexts $1) exit $rc after $(elapsed) s"
+  return $rc
+}
 if [ "$pre_rc" = 0 ] && [ "${SUITE:-all}" != golden ]; then
   left=$(( 400 - $(elapsed) ))
   [ "$left" -gt 30 ] || left=30
-  pass_args "$SHORT"
-  limit "$left" "$DENO" run -A $CACHED tests/gpu/bench.ts "${BENCH_ARGS[@]}" "${PASS[@]}" \
-    --json "$out/bench.json" > "$out/bench.log" 2>&1
+  bench_pass "$SHORT" bench "$left"
   bench_rc=$?
-  benches+=(--bench "$out/bench.json")
-  say "bench (contexts $SHORT) exit $bench_rc after $(elapsed) s"
   left=$(( 400 - $(elapsed) ))
   if [ -n "$LONG" ] && [ "$left" -ge 60 ]; then
-    pass_args "$LONG"
-    limit "$left" "$DENO" run -A $CACHED tests/gpu/bench.ts "${BENCH_ARGS[@]}" "${PASS[@]}" \
-      --json "$out/bench_long.json" > "$out/bench_long.log" 2>&1
-    long_rc=$?
-    benches+=(--bench "$out/bench_long.json")
-    say "bench (contexts $LONG) exit $long_rc after $(elapsed) s"
+    bench_pass "$LONG" bench_long "$left"
   elif [ -n "$LONG" ]; then
     say "bench (contexts $LONG) skipped: $left s left of the 7 minutes"
   fi
