@@ -122,23 +122,13 @@ int64_t nk_attend_scratch_floats(const nk_attn *a) {
 #define SPLIT_MIN 128
 #define SPLITS_MAX 64
 
-/* The positions [*first, *end) every token of `a` together sees. */
-static void seen_span(const nk_attn *a, int64_t *first, int64_t *end) {
-  *first = INT64_MAX;
-  *end = 0;
-  for (int64_t t = 0; t < a->n_tokens; t++) {
-    if (a->positions[t] + 1 > *end) *end = (int64_t)a->positions[t] + 1;
-    if (nk_attn_first(a, t) < *first) *first = nk_attn_first(a, t);
-  }
-}
-
 /* How many spans a sequence's attention splits into: 0 when it goes kv head by kv head. */
 static int64_t split_count(const nk_attn *a) {
   if (a->n_tokens == 0 || a->n_tokens * (a->n_heads / a->n_kv_heads) > NK_ATTN_SPLIT_ROWS) {
     return 0;
   }
   int64_t first, end;
-  seen_span(a, &first, &end);
+  nk_attn_seen(a, 0, a->n_tokens, &first, &end);
   const int64_t n = (end - first + SPLIT_MIN - 1) / SPLIT_MIN;
   return n < 1 ? 1 : n > SPLITS_MAX ? SPLITS_MAX : n;
 }
@@ -147,7 +137,7 @@ static int64_t split_count(const nk_attn *a) {
  * blocks of the usual block size). */
 static void split_bounds(const nk_attn *a, int64_t i, int64_t n, int64_t *p0, int64_t *p1) {
   int64_t first, end;
-  seen_span(a, &first, &end);
+  nk_attn_seen(a, 0, a->n_tokens, &first, &end);
   const int64_t w = end - first;
   *p0 = i == 0 ? first : first + w * i / n / 16 * 16;
   *p1 = i == n - 1 ? end : first + w * (i + 1) / n / 16 * 16;

@@ -146,11 +146,8 @@ static void attend_range(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, 
   float *run_sum = run_max + n_rows;
   float *buf = run_sum + n_rows + n_rows * d;
   const void *rows[NK_ATTN_TILE];
-  int64_t len = 0, start = INT64_MAX;
-  for (int64_t i = 0; i < nt; i++) {
-    if (a->positions[t0 + i] + 1 > len) len = (int64_t)a->positions[t0 + i] + 1;
-    if (nk_attn_first(a, t0 + i) < start) start = nk_attn_first(a, t0 + i);
-  }
+  int64_t start, len;
+  nk_attn_seen(a, t0, nt, &start, &len);
   if (start < p_begin) start = p_begin;
   if (len > p_end) len = p_end;
   for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;

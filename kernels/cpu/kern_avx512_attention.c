@@ -123,13 +123,12 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
   float *q = run_sum + n_rows;
   float *kbuf = q + n_rows * d;
   const uint8_t *krows[NK_ATTN_TILE + 16], *vrows[NK_ATTN_TILE];
-  int64_t len = 0, start = INT64_MAX;
+  int64_t start, len;
+  nk_attn_seen(a, t0, nt, &start, &len);
   /* Row r is head r % g_n of token t0 + r / g_n: the group's heads are adjacent in q. */
   for (int64_t i = 0; i < nt; i++) {
     memcpy(q + i * g_n * d, a->q + ((t0 + i) * a->n_heads + kvh * g_n) * d,
            (size_t)(g_n * d) * 4);
-    if (a->positions[t0 + i] + 1 > len) len = (int64_t)a->positions[t0 + i] + 1;
-    if (nk_attn_first(a, t0 + i) < start) start = nk_attn_first(a, t0 + i);
   }
   for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;
   for (int64_t r = 0; r < n_rows; r++) {

@@ -32,11 +32,8 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
   /* Each position's row of kv head 0; head h's lies h rows further. */
   const uint8_t *krows[SPAN_TILE + 16], *vrows[SPAN_TILE];
   const uint8_t *knext[SPAN_TILE], *vnext[SPAN_TILE];
-  int64_t len = 0, start = INT64_MAX;
-  for (int64_t t = 0; t < a->n_tokens; t++) {
-    if (a->positions[t] + 1 > len) len = (int64_t)a->positions[t] + 1;
-    if (nk_attn_first(a, t) < start) start = nk_attn_first(a, t);
-  }
+  int64_t start, len;
+  nk_attn_seen(a, 0, a->n_tokens, &start, &len);
   const int64_t lo = start > p_begin ? start : p_begin, hi = len < p_end ? len : p_end;
   for (int64_t h = 0; h < n_kv; h++) {
     float *acc = scratch + h * per_head, *q = acc + n_rows * d;

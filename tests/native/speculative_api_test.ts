@@ -6,7 +6,7 @@
  */
 
 import { assert, assertEquals } from "../support/assert.ts";
-import { eventually, jsonOf, withNode } from "../support/node.ts";
+import { eventually, jsonOf, type TestNode, withNode } from "../support/node.ts";
 import { parsePrometheus } from "../support/prometheus.ts";
 import { fixture, modelGolden } from "../fixtures.ts";
 import { nativeNode, v1 } from "./support.ts";
@@ -17,6 +17,31 @@ const golden = modelGolden("qwen3-tiny-q8_0").prompts.find((p) => p.name === "ra
 /** A prompt the tiny model's greedy continuation copies (its designed successors). */
 const COPY = [...golden.tokens, ...golden.greedy.map((g) => g.id), ...golden.tokens];
 
+/** The text of a greedy 32-token completion of `prompt` (a 200 asserted). */
+async function complete(
+  node: TestNode,
+  model: string,
+  prompt: number[],
+  extra: Json,
+): Promise<string> {
+  const res = await v1(node, "completions", {
+    model,
+    prompt,
+    max_tokens: 32,
+    temperature: 0,
+    ...extra,
+  });
+  const body = await jsonOf(res) as { choices: Array<{ text: string }> };
+  assertEquals(res.status, 200, JSON.stringify(body));
+  return body.choices[0].text;
+}
+
+/** A speculation counter of `model` on /metrics (0 before its first sample). */
+async function specCounter(node: TestNode, model: string, name: string): Promise<number> {
+  const families = parsePrometheus(await (await node.get("/metrics")).text());
+  return families.get(name)?.samples.find((s) => s.labels.model === model)?.value ?? 0;
+}
+
 Deno.test("speculative API: a model default, per-request override, same output, counted", async () => {
   await withNode(nativeNode(), async (node) => {
     const model = fixture("qwen3-tiny-q8_0.gguf");
@@ -26,34 +51,18 @@ Deno.test("speculative API: a model default, per-request override, same output, 
       speculative: { mode: "ngram", k: 4 },
     });
     assertEquals(load.status, 200, await load.text());
-    const complete = async (extra: Json): Promise<string> => {
-      const res = await v1(node, "completions", {
-        model,
-        prompt: COPY,
-        max_tokens: 32,
-        temperature: 0,
-        ...extra,
-      });
-      const body = await jsonOf(res) as { choices: Array<{ text: string }> };
-      assertEquals(res.status, 200, JSON.stringify(body));
-      return body.choices[0].text;
-    };
-    const plain = await complete({ speculative: { mode: "off" } });
+    const copy = (extra: Json): Promise<string> => complete(node, model, COPY, extra);
+    const plain = await copy({ speculative: { mode: "off" } });
     assertEquals(plain, golden.greedy_text, "the continuation copies the prompt");
-    const counters = async (): Promise<Record<string, number>> => {
-      const families = parsePrometheus(await (await node.get("/metrics")).text());
-      const value = (name: string): number =>
-        families.get(name)?.samples.find((s) => s.labels.model === model)?.value ?? 0;
-      return {
-        drafted: value("neuron_model_spec_drafted_tokens_total"),
-        accepted: value("neuron_model_spec_accepted_tokens_total"),
-        verifications: value("neuron_model_spec_verifications_total"),
-      };
-    };
+    const counters = async (): Promise<Record<string, number>> => ({
+      drafted: await specCounter(node, model, "neuron_model_spec_drafted_tokens_total"),
+      accepted: await specCounter(node, model, "neuron_model_spec_accepted_tokens_total"),
+      verifications: await specCounter(node, model, "neuron_model_spec_verifications_total"),
+    });
     assertEquals((await counters()).drafted, 0, "off drafts nothing");
 
-    assertEquals(await complete({}), plain, "the model's default: ngram");
-    assertEquals(await complete({ speculative: { k: 2, n: 3 } }), plain, "k and n overridden");
+    assertEquals(await copy({}), plain, "the model's default: ngram");
+    assertEquals(await copy({ speculative: { k: 2, n: 3 } }), plain, "k and n overridden");
     const chat = await v1(node, "chat/completions", {
       model,
       messages: [{ role: "user", content: "Say hello" }],
@@ -138,25 +147,12 @@ Deno.test("speculative API: a draft_model loaded beside the model drafts in mode
       speculative: { mode: "draft", k: 4 },
     });
     assertEquals(load.status, 200, await load.text());
-    const complete = async (extra: Json): Promise<string> => {
-      const res = await v1(node, "completions", {
-        model,
-        prompt: golden.tokens,
-        max_tokens: 32,
-        temperature: 0,
-        ...extra,
-      });
-      const body = await jsonOf(res) as { choices: Array<{ text: string }> };
-      assertEquals(res.status, 200, JSON.stringify(body));
-      return body.choices[0].text;
-    };
-    assertEquals(await complete({ speculative: { mode: "off" } }), golden.greedy_text);
-    assertEquals(await complete({}), golden.greedy_text, "the model's default: draft");
+    const hello = (extra: Json): Promise<string> => complete(node, model, golden.tokens, extra);
+    assertEquals(await hello({ speculative: { mode: "off" } }), golden.greedy_text);
+    assertEquals(await hello({}), golden.greedy_text, "the model's default: draft");
     const accepted = await eventually(
       async () => {
-        const families = parsePrometheus(await (await node.get("/metrics")).text());
-        const v = families.get("neuron_model_spec_accepted_tokens_total")?.samples
-          .find((s) => s.labels.model === model)?.value ?? 0;
+        const v = await specCounter(node, model, "neuron_model_spec_accepted_tokens_total");
         return v > 0 ? v : undefined;
       },
       5000,

@@ -32,12 +32,8 @@ import {
 } from "../backend.ts";
 import { hugePageShare } from "../../common/huge_pages.ts";
 import { log } from "../../common/log.ts";
-import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import {
   CpuKernels,
-  type KvLayout,
-  kvLayoutBytes,
-  kvTypeId,
   MATMUL_MANY_MAX,
   type NativeBuffer,
   type Pool,
@@ -46,6 +42,8 @@ import {
 } from "./kernels.ts";
 import { CpuKernelError } from "./errors.ts";
 import { ensureHostFits } from "./host_memory.ts";
+import { CpuKvCache } from "./kv_cache.ts";
+import { act, CpuActivation, CpuWeight, pointerOf, weight } from "./handles.ts";
 import {
   CpuExperts,
   expertBytes,
@@ -56,61 +54,6 @@ import {
 } from "./cpu_experts.ts";
 import { StepKeys } from "./step_template.ts";
 import { WeightArena } from "./weight_arena.ts";
-
-class CpuWeight implements Weight {
-  constructor(
-    readonly name: string,
-    readonly type: GgmlTypeInfo,
-    readonly rows: number,
-    readonly cols: number,
-    readonly pointer: Deno.PointerObject,
-  ) {}
-}
-
-class CpuActivation implements Activation {
-  constructor(
-    readonly rows: number,
-    readonly cols: number,
-    readonly buffer: NativeBuffer,
-    /** Views share the buffer of the activation they were taken from. */
-    readonly owner: boolean,
-  ) {}
-
-  get pointer(): Deno.PointerObject {
-    return this.buffer.pointer;
-  }
-}
-
-/** Transparent huge pages' size. */
-const HUGE_PAGE_BYTES = 2 * 1024 * 1024;
-
-class CpuKvCache implements KvCache {
-  readonly layout: KvLayout;
-  readonly bytes: number;
-
-  constructor(readonly spec: KvCacheSpec, readonly k: NativeBuffer[], readonly v: NativeBuffer[]) {
-    this.layout = {
-      type: kvTypeId(spec.dtype),
-      nBlocks: spec.nBlocks,
-      blockSize: spec.blockSize,
-      nKvHeads: spec.nKvHeads,
-      headDim: spec.headDim,
-    };
-    this.bytes = kvCacheBytes(spec);
-  }
-}
-
-function act(a: Activation): CpuActivation {
-  return a as CpuActivation;
-}
-
-function pointerOf(a: Activation): Deno.PointerObject {
-  return act(a).pointer;
-}
-
-function weight(w: Weight): CpuWeight {
-  return w as CpuWeight;
-}
 
 export interface CpuBackendOptions {
   /** Threads in the pool (0 = one per CPU). */
@@ -216,26 +159,10 @@ export class CpuBackend implements Backend, BandwidthProbe {
     }
     ensureHostFits(kvCacheBytes(spec), "the KV cache");
     this.pool.queue.forgetSteps();
-    const layout: KvLayout = {
-      type: kvTypeId(spec.dtype),
-      nBlocks: spec.nBlocks,
-      blockSize: spec.blockSize,
-      nKvHeads: spec.nKvHeads,
-      headDim: spec.headDim,
-    };
-    const bytes = kvLayoutBytes(layout);
-    // On huge pages where a layer fills one: attention walks a head's rows a few KiB apart,
-    // which on 4 KiB pages costs a page walk every position or two.
-    const alloc = (): NativeBuffer => {
-      const b = bytes >= HUGE_PAGE_BYTES
-        ? this.kernels.allocHuge(bytes)
-        : this.kernels.alloc(bytes);
+    return new CpuKvCache(spec, this.kernels, (b) => {
       this.#owned.add(b);
       return b;
-    };
-    const k = Array.from({ length: spec.nLayers }, alloc);
-    const v = Array.from({ length: spec.nLayers }, alloc);
-    return new CpuKvCache(spec, k, v);
+    });
   }
 
   copyKvRows(cache: KvCache, from: number, to: number, rows: number): void {
