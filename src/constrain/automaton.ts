@@ -42,7 +42,9 @@ export class ByteAutomaton {
   readonly #nodeNext: number[] = [0];
   readonly #nodeIds = new Map<number, number>();
   readonly #stacks: Int32Array[] = [];
-  readonly #stateIds = new Map<string, number>();
+  /** States by a hash of their stacks. */
+  readonly #stateIds = new Map<number, number[]>();
+  readonly #setBytes: Uint8Array[] = [];
   readonly start: number;
 
   constructor(grammar: Grammar, limits: AutomatonLimits = DEFAULT_LIMITS) {
@@ -99,34 +101,75 @@ export class ByteAutomaton {
   }
 
   /**
-   * Fills in every transition of `state` not computed yet, in one pass over its stacks: a
-   * walk that meets a new state mostly needs many of its bytes.
+   * Fills in every transition of `state` not computed yet: a walk that meets a new state
+   * mostly needs many of its bytes. Bytes read by the same stacks lead to the same state,
+   * so the bytes are first split into such classes (inside a JSON string: plain
+   * characters, the quote, the backslash, each kind of UTF-8 lead byte...) and each class
+   * is expanded and interned once, not each of its bytes.
    */
   computeRow(state: number): void {
-    const { arg, byteSets } = this.grammar;
-    const row = state << 8;
-    const outs: Array<Set<number> | undefined> = new Array(256);
-    const seens: Array<Set<number> | undefined> = new Array(256);
-    for (const id of this.#stacks[state]) {
-      if (id === 0) continue;
-      const pos = this.#nodePos[id];
-      const set = byteSets[arg[pos]];
-      for (let w = 0; w < 8; w++) {
-        for (let word = set[w]; word !== 0; word &= word - 1) {
-          const b = (w << 5) | (31 - Math.clz32(word & -word));
-          if (this.table[row | b] !== UNKNOWN) continue;
-          const out = outs[b] ??= new Set();
-          this.#expand(pos + 1, this.#nodeNext[id], out, seens[b] ??= new Set());
+    const { arg } = this.grammar;
+    const stacks = this.#stacks[state];
+    // Stacks whose tops read the same byte set stay together: split by sets, not stacks.
+    const bySet = new Map<number, number[]>();
+    for (let i = 0; i < stacks.length; i++) {
+      if (stacks[i] === 0) continue;
+      const set = arg[this.#nodePos[stacks[i]]];
+      const group = bySet.get(set);
+      if (group === undefined) bySet.set(set, [i]);
+      else group.push(i);
+    }
+    // classOf[b]: bytes read by the same stacks so far share a class; 0 = none.
+    const classOf = new Int32Array(256);
+    const members: number[][] = [[]];
+    for (const [set, group] of bySet) {
+      const split = new Map<number, number>();
+      for (const b of this.#bytesOf(set)) {
+        let to = split.get(classOf[b]);
+        if (to === undefined) {
+          to = members.length;
+          members.push(members[classOf[b]].concat(group));
+          split.set(classOf[b], to);
         }
+        classOf[b] = to;
       }
     }
+    const nextOf = new Int32Array(members.length).fill(UNKNOWN);
+    const row = state << 8;
     for (let b = 0; b < 256; b++) {
       if (this.table[row | b] !== UNKNOWN) continue;
-      const out = outs[b];
+      const c = classOf[b];
+      if (nextOf[c] === UNKNOWN) nextOf[c] = this.#follow(stacks, members[c]);
       // Interning may grow (replace) the table: index it afresh.
-      const next = out === undefined || out.size === 0 ? DEAD : this.#intern(out);
-      this.table[row | b] = next;
+      this.table[row | b] = nextOf[c];
     }
+  }
+
+  /** The bytes of byte set `set`, listed once per set. */
+  #bytesOf(set: number): Uint8Array {
+    let bytes = this.#setBytes[set];
+    if (bytes === undefined) {
+      const words = this.grammar.byteSets[set];
+      const list: number[] = [];
+      for (let w = 0; w < 8; w++) {
+        for (let word = words[w]; word !== 0; word &= word - 1) {
+          list.push((w << 5) | (31 - Math.clz32(word & -word)));
+        }
+      }
+      bytes = this.#setBytes[set] = Uint8Array.from(list);
+    }
+    return bytes;
+  }
+
+  /** The state after a byte read by exactly the stacks `which` of `stacks`, or DEAD. */
+  #follow(stacks: Int32Array, which: readonly number[]): number {
+    if (which.length === 0) return DEAD;
+    const out = new Set<number>();
+    const seen = new Set<number>();
+    for (const i of which) {
+      this.#expand(this.#nodePos[stacks[i]] + 1, this.#nodeNext[stacks[i]], out, seen);
+    }
+    return out.size === 0 ? DEAD : this.#intern(out);
   }
 
   /**
@@ -171,19 +214,20 @@ export class ByteAutomaton {
 
   #intern(stacks: Set<number>): number {
     const sorted = Int32Array.from(stacks).sort();
-    const key = sorted.join(",");
-    let id = this.#stateIds.get(key);
-    if (id === undefined) {
-      id = this.#stacks.length;
-      if (id >= this.#limits.states) this.#tooComplex("parser states");
-      this.#stacks.push(sorted);
-      if ((id + 1) << 8 > this.table.length) {
-        const grown = new Int32Array(this.table.length * 2).fill(UNKNOWN);
-        grown.set(this.table);
-        this.table = grown;
-      }
-      this.#stateIds.set(key, id);
+    let hash = sorted.length;
+    for (let i = 0; i < sorted.length; i++) hash = Math.imul(hash ^ sorted[i], 0x9e3779b1);
+    let bucket = this.#stateIds.get(hash);
+    if (bucket === undefined) this.#stateIds.set(hash, bucket = []);
+    for (const id of bucket) if (sameStacks(this.#stacks[id], sorted)) return id;
+    const id = this.#stacks.length;
+    if (id >= this.#limits.states) this.#tooComplex("parser states");
+    this.#stacks.push(sorted);
+    if ((id + 1) << 8 > this.table.length) {
+      const grown = new Int32Array(this.table.length * 2).fill(UNKNOWN);
+      grown.set(this.table);
+      this.table = grown;
     }
+    bucket.push(id);
     return id;
   }
 
@@ -193,4 +237,10 @@ export class ByteAutomaton {
       `the grammar needs more ${what} than the node allows; make it less ambiguous or smaller`,
     );
   }
+}
+
+function sameStacks(a: Int32Array, b: Int32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

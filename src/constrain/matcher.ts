@@ -10,6 +10,7 @@
 import type { TokenFilter } from "../engine/mod.ts";
 import { ConstraintError } from "./errors.ts";
 import { DEAD } from "./automaton.ts";
+import { nativeMasks } from "./native.ts";
 import type { TokenMask, TokenMasks } from "./token_masks.ts";
 
 /** Where the reasoning block of a thinking model stands when generation starts. */
@@ -30,7 +31,6 @@ export class GrammarMatcher implements TokenFilter {
   readonly #eog: Int32Array;
   readonly #reasoning: ReasoningTokens | undefined;
   readonly #saved: Float32Array;
-  #kept = new Float32Array(0);
   #phase: Phase;
   #state: number;
 
@@ -135,38 +135,33 @@ export class GrammarMatcher implements TokenFilter {
     const eog = this.#eog;
     const saved = this.#saved;
     if (mask.accepting) { for (let i = 0; i < eog.length; i++) saved[i] = logits[eog[i]]; }
-    if (mask.ids !== null) this.#applyIds(logits, mask.ids);
-    else applyBits(logits, mask.bits!);
+    applyMask(logits, mask.bits);
     if (mask.accepting) { for (let i = 0; i < eog.length; i++) logits[eog[i]] = saved[i]; }
     return mask.count > 0 || (mask.accepting && eog.length > 0);
-  }
-
-  /** Keeps only the logits of `ids`. */
-  #applyIds(logits: Float32Array, ids: Int32Array): void {
-    if (this.#kept.length < ids.length) this.#kept = new Float32Array(ids.length);
-    const kept = this.#kept;
-    for (let i = 0; i < ids.length; i++) kept[i] = logits[ids[i]];
-    logits.fill(-Infinity);
-    for (let i = 0; i < ids.length; i++) logits[ids[i]] = kept[i];
   }
 }
 
 /** Whether `mask` allows token `id`. */
 function maskHas(mask: TokenMask, id: number): boolean {
-  if (mask.bits !== null) return (mask.bits[id >>> 5] & (1 << (id & 31))) !== 0;
-  const ids = mask.ids!;
-  let lo = 0, hi = ids.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (ids[mid] < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < ids.length && ids[lo] === id;
+  return (mask.bits[id >>> 5] & (1 << (id & 31))) !== 0;
 }
 
-/** Sets every logit whose bit is clear to -Infinity, visiting only the clear bits. */
-function applyBits(logits: Float32Array, bits: Uint32Array): void {
+/**
+ * Sets every logit whose bit is clear to -Infinity, natively where the library opens; a
+ * row longer than the vocabulary (padded output rows) is forbidden past it.
+ */
+export function applyMask(logits: Float32Array, bits: Uint32Array): void {
+  const native = nativeMasks();
+  if (native === null) return applyBits(logits, bits);
+  const n = Math.min(logits.length, bits.length * 32);
+  native.nk_token_mask_apply(logits, bits, BigInt(n));
+  logits.fill(-Infinity, n);
+}
+
+/** applyMask's reference: visits only the clear bits. */
+export function applyBits(logits: Float32Array, bits: Uint32Array): void {
   const n = logits.length;
+  logits.fill(-Infinity, bits.length * 32);
   for (let w = 0; w < bits.length; w++) {
     const base = w << 5;
     for (let clear = ~bits[w]; clear !== 0; clear &= clear - 1) {

@@ -1,35 +1,27 @@
 /**
  * The tokens a grammar state allows: one walk of the vocabulary trie through the
  * automaton, kept per state, so a state met again (every character of a JSON string comes
- * back to the same one) costs a lookup. A mask with few tokens keeps their ids; a mask
- * with many keeps a bitset, whose all-ones words cost nothing to apply. The kept masks are
- * bounded in bytes; past the bound they are dropped and recomputed when met again. The
- * walk runs in the CPU kernel library (nk_token_mask_walk) when it can be opened, coming
- * back here only for transitions not computed yet; the walk below is its reference.
+ * back to the same one) costs a lookup. Where plain text is alive deep enough from the
+ * state, its plain tokens come in one bitset copy and only the rest of the vocabulary is
+ * walked (text_slices.ts). A mask is a bitset over the vocabulary (19 KB on Qwen's): what
+ * the native argmax reads and nk_token_mask_apply applies in one pass over the logits.
+ * The kept masks are bounded in bytes; past the bound they are dropped and recomputed when
+ * met again (1,700 masks per grammar on Qwen's vocabulary). The walk runs in
+ * the CPU kernel library (nk_token_mask_walk) when it can be opened, coming back here only
+ * for transitions not computed yet. The reference (`native: false, slices: false`) is the
+ * TypeScript walk of the whole trie.
  */
 
-import { type CpuSymbols, openCpuLibrary } from "../backend/cpu/library.ts";
+import type { CpuSymbols } from "../backend/cpu/library.ts";
 import { type ByteAutomaton, DEAD } from "./automaton.ts";
+import { nativeMasks } from "./native.ts";
+import { PlainText } from "./plain_text.ts";
+import { slicesOf, type TextSlices } from "./text_slices.ts";
 import type { TokenTrie } from "./vocab_trie.ts";
 
-let library: CpuSymbols | null | undefined;
-
-/** The CPU kernel library's walk, or null where the library cannot be opened. */
-function nativeWalk(): CpuSymbols | null {
-  if (library === undefined) {
-    try {
-      library = openCpuLibrary().symbols;
-    } catch {
-      library = null;
-    }
-  }
-  return library;
-}
-
 export interface TokenMask {
-  /** Allowed trie tokens: their ids (sparse) or a bitset over the vocabulary (dense). */
-  readonly ids: Int32Array | null;
-  readonly bits: Uint32Array | null;
+  /** Allowed trie tokens: bit `id` of the bitset over the vocabulary. */
+  readonly bits: Uint32Array;
   readonly count: number;
   /** End-of-generation tokens are allowed too: the input is a whole sentence. */
   readonly accepting: boolean;
@@ -45,14 +37,25 @@ export class TokenMasks {
   #bytes = 0;
   readonly #stateAt: Int32Array;
   readonly #native: CpuSymbols | null;
+  readonly #slices: TextSlices | null;
+  readonly #plain: PlainText;
   readonly #count = new BigInt64Array(1);
 
-  /** `native: false` keeps the walk in TypeScript (the reference). */
-  constructor(automaton: ByteAutomaton, trie: TokenTrie, options: { native?: boolean } = {}) {
+  /**
+   * `native: false` keeps the walk in TypeScript, `slices: false` walks the whole trie
+   * for every state: both together are the reference.
+   */
+  constructor(
+    automaton: ByteAutomaton,
+    trie: TokenTrie,
+    options: { native?: boolean; slices?: boolean } = {},
+  ) {
     this.automaton = automaton;
     this.trie = trie;
     this.#stateAt = new Int32Array(trie.nodeCount);
-    this.#native = options.native === false ? null : nativeWalk();
+    this.#native = options.native === false ? null : nativeMasks();
+    this.#slices = options.slices === false ? null : slicesOf(trie);
+    this.#plain = new PlainText(automaton);
   }
 
   /** Whether masks are walked by the CPU kernel library. */
@@ -65,7 +68,7 @@ export class TokenMasks {
     let mask = this.#masks.get(state);
     if (mask === undefined) {
       mask = this.#compute(state);
-      const size = mask.ids ? mask.ids.byteLength : mask.bits!.byteLength;
+      const size = mask.bits.byteLength;
       if (this.#bytes + size > MASK_BUDGET_BYTES) {
         this.#masks.clear();
         this.#bytes = 0;
@@ -77,15 +80,18 @@ export class TokenMasks {
   }
 
   #compute(state: number): TokenMask {
-    const bits = new Uint32Array((this.trie.vocabSize + 31) >>> 5);
+    const slice = this.#slices?.sliceFor(this.#plain.reach(state)) ?? null;
+    const trie = slice ? slice.remainder : this.trie;
+    const bits = slice ? slice.bits.slice() : new Uint32Array((this.trie.vocabSize + 31) >>> 5);
     this.#stateAt[0] = state;
-    const count = this.#native ? this.#walkNative(bits) : this.#walk(bits);
-    return this.#pack(bits, count, this.automaton.accepting(state));
+    const walked = this.#native ? this.#walkNative(trie, bits) : this.#walk(trie, bits);
+    const count = walked + (slice ? slice.count : 0);
+    return { bits, count, accepting: this.automaton.accepting(state) };
   }
 
   /** nk_token_mask_walk, resumed after each transition it found missing. */
-  #walkNative(bits: Uint32Array): number {
-    const { nodeCount, label, parent, subtreeEnd, tokenStart, tokens } = this.trie;
+  #walkNative(trie: TokenTrie, bits: Uint32Array): number {
+    const { nodeCount, label, parent, subtreeEnd, tokenStart, tokens } = trie;
     const sym = this.#native!;
     const stateAt = this.#stateAt;
     this.#count[0] = 0n;
@@ -112,8 +118,8 @@ export class TokenMasks {
   }
 
   /** The walk: a table read per trie node, a dead prefix skipping its subtree. */
-  #walk(bits: Uint32Array): number {
-    const { nodeCount, label, parent, subtreeEnd, tokenStart, tokens } = this.trie;
+  #walk(trie: TokenTrie, bits: Uint32Array): number {
+    const { nodeCount, label, parent, subtreeEnd, tokenStart, tokens } = trie;
     const automaton = this.automaton;
     let table = automaton.table;
     const stateAt = this.#stateAt;
@@ -138,22 +144,5 @@ export class TokenMasks {
       n++;
     }
     return count;
-  }
-
-  #pack(bits: Uint32Array, count: number, accepting: boolean): TokenMask {
-    const vocabSize = this.trie.vocabSize;
-    // Applying ids is a fill and `count` writes, a bitset one visit per forbidden token:
-    // ids below an eighth of the vocabulary (where they cost at most 4x the bitset's bytes).
-    if (count * 8 < vocabSize) {
-      const ids = new Int32Array(count);
-      let at = 0;
-      for (let w = 0; w < bits.length; w++) {
-        for (let word = bits[w]; word !== 0; word &= word - 1) {
-          ids[at++] = (w << 5) | (31 - Math.clz32(word & -word));
-        }
-      }
-      return { ids, bits: null, count, accepting };
-    }
-    return { ids: null, bits, count, accepting };
   }
 }

@@ -32,7 +32,16 @@ export function buildTokenTrie(pieces: readonly Uint8Array[]): TokenTrie {
   const ids: number[] = [];
   for (let id = 0; id < pieces.length; id++) if (pieces[id].length > 0) ids.push(id);
   ids.sort((a, b) => compareBytes(pieces[a], pieces[b]) || a - b);
+  return trieOfSorted(pieces, ids);
+}
 
+/** The trie of the tokens of `trie` that `keep` keeps (the others stay outside it). */
+export function subTrie(trie: TokenTrie, keep: (id: number) => boolean): TokenTrie {
+  return trieOfSorted(trie.pieces, Array.from(trie.tokens).filter(keep));
+}
+
+/** The trie of `ids`, sorted by their bytes (then id). */
+function trieOfSorted(pieces: readonly Uint8Array[], ids: readonly number[]): TokenTrie {
   const label: number[] = [0];
   const parent: number[] = [-1];
   const subtreeEnd: number[] = [0];

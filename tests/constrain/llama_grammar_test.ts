@@ -163,9 +163,7 @@ Deno.test("GBNF: the tokens allowed next are llama.cpp's, over the whole vocabul
     let state = masks.automaton.start;
     for (const id of tok.encode(text).slice(0, 4)) {
       const mask = masks.mask(state);
-      const mine = new Set(
-        mask.ids ?? candidates.filter((c) => (mask.bits![c >>> 5] >>> (c & 31)) & 1),
-      );
+      const mine = new Set(candidates.filter((c) => (mask.bits[c >>> 5] >>> (c & 31)) & 1));
       const allowed = g.allowed(candidates);
       const theirsSet = new Set(candidates.filter((_, k) => allowed[k]));
       const missing = [...theirsSet].filter((x) => !mine.has(x)).slice(0, 5);

@@ -1,0 +1,99 @@
+/**
+ * Plain-text slices of a vocabulary (llguidance's "slicer", on our automaton): most of a
+ * vocabulary is plain text (145k of Qwen3's 152k tokens are whole UTF-8 characters with
+ * no quote, backslash or control character), and inside a JSON string, or any free text a
+ * grammar allows, the automaton lets every such token through. A state's mask would then
+ * walk nearly the whole trie (333k nodes). Instead, a breadth-first search over the bytes
+ * of plain text finds how deep every plain string stays alive from the state; the plain
+ * tokens no longer than that are allowed in one copy of a precomputed bitset, and only the
+ * rest of the vocabulary (a trie without them, 12k-240k nodes by depth) is walked.
+ */
+
+import { isPlainText, LOOK_AHEAD, type PlainReach } from "./plain_text.ts";
+import { subTrie, type TokenTrie } from "./vocab_trie.ts";
+
+/** Token lengths (bytes) slices are cut at: the remainder tries shrink with each. */
+const LEVELS = [6, 8, 10, 12, 16, 24];
+
+/** Some plain tokens, all allowed at once, and the trie of every other token. */
+export interface Slice {
+  readonly bits: Uint32Array;
+  readonly count: number;
+  readonly remainder: TokenTrie;
+}
+
+export class TextSlices {
+  readonly trie: TokenTrie;
+  /** The longest plain token: a state alive this deep admits them all. */
+  readonly longest: number;
+  /** Bytes of each plain token (0: not plain). */
+  readonly #bytes: Int32Array;
+  /** Characters of each plain token. */
+  readonly #chars: Int32Array;
+  /** [length in bytes, its slice], narrowest first. */
+  readonly #byBytes: Array<[number, Slice]>;
+  /** `#byChars[c]`: the plain tokens of at most c characters (the rest is not plain). */
+  readonly #byChars: Slice[];
+
+  constructor(trie: TokenTrie) {
+    this.trie = trie;
+    this.#bytes = new Int32Array(trie.vocabSize);
+    this.#chars = new Int32Array(trie.vocabSize);
+    let longest = 0;
+    for (const id of trie.tokens) {
+      const bytes = trie.pieces[id];
+      if (!isPlainText(bytes)) continue;
+      this.#bytes[id] = bytes.length;
+      // Characters are the bytes that do not continue one (10xxxxxx).
+      for (const b of bytes) if ((b & 0xc0) !== 0x80) this.#chars[id]++;
+      longest = Math.max(longest, bytes.length);
+    }
+    this.longest = longest;
+    const lengths = this.#bytes;
+    this.#byBytes = [...LEVELS.filter((l) => l < longest), longest].map((l) => [
+      l,
+      this.#cut(
+        (id) => lengths[id] > 0 && lengths[id] <= l,
+        (id) => !(lengths[id] > 0 && lengths[id] <= l),
+      ),
+    ]);
+    const notPlain = subTrie(trie, (id) => lengths[id] === 0);
+    this.#byChars = Array.from(
+      { length: LOOK_AHEAD + 1 },
+      (_, c) => this.#cut((id) => lengths[id] > 0 && this.#chars[id] <= c, notPlain),
+    );
+  }
+
+  /** The widest slice whose tokens `reach` allows, all of them; null: none is wide enough. */
+  sliceFor(reach: PlainReach): Slice | null {
+    if (reach.closed) return this.#byChars[reach.alive];
+    let widest: Slice | null = null;
+    for (const [length, slice] of this.#byBytes) if (length <= reach.alive) widest = slice;
+    return widest;
+  }
+
+  /** The slice of the tokens `keep` keeps; `rest`: the trie of the others, or how to cut it. */
+  #cut(keep: (id: number) => boolean, rest: TokenTrie | ((id: number) => boolean)): Slice {
+    const bits = new Uint32Array((this.trie.vocabSize + 31) >>> 5);
+    let count = 0;
+    for (const id of this.trie.tokens) {
+      if (!keep(id)) continue;
+      bits[id >>> 5] |= 1 << (id & 31);
+      count++;
+    }
+    const remainder = typeof rest === "function" ? subTrie(this.trie, rest) : rest;
+    return { bits, count, remainder };
+  }
+}
+
+const slicesOfTrie = new WeakMap<TokenTrie, TextSlices>();
+
+/** The slices of `trie`'s vocabulary, made once per trie. */
+export function slicesOf(trie: TokenTrie): TextSlices {
+  let slices = slicesOfTrie.get(trie);
+  if (slices === undefined) {
+    slices = new TextSlices(trie);
+    slicesOfTrie.set(trie, slices);
+  }
+  return slices;
+}
