@@ -45,6 +45,7 @@ export class ByteAutomaton {
   /** States by a hash of their stacks. */
   readonly #stateIds = new Map<number, number[]>();
   readonly #setBytes: Uint8Array[] = [];
+  readonly #advanced: Int32Array[] = [];
   readonly start: number;
 
   constructor(grammar: Grammar, limits: AutomatonLimits = DEFAULT_LIMITS) {
@@ -54,7 +55,7 @@ export class ByteAutomaton {
     const out = new Set<number>();
     const seen = new Set<number>();
     for (const alt of grammar.alternatives[grammar.root]) this.#expand(alt, 0, out, seen);
-    this.start = this.#intern(out);
+    this.start = this.#intern(Int32Array.from(out).sort());
   }
 
   get stateCount(): number {
@@ -95,7 +96,7 @@ export class ByteAutomaton {
       const pos = this.#nodePos[id];
       if (hasByte(byteSets[arg[pos]], byte)) this.#expand(pos + 1, this.#nodeNext[id], out, seen);
     }
-    const next = out.size === 0 ? DEAD : this.#intern(out);
+    const next = out.size === 0 ? DEAD : this.#intern(Int32Array.from(out).sort());
     this.table[(state << 8) | byte] = next;
     return next;
   }
@@ -122,16 +123,17 @@ export class ByteAutomaton {
     // classOf[b]: bytes read by the same stacks so far share a class; 0 = none.
     const classOf = new Int32Array(256);
     const members: number[][] = [[]];
+    // splitTo[c]: the class that class c's bytes in the current set move to, once made.
+    const splitTo: number[] = [];
     for (const [set, group] of bySet) {
-      const split = new Map<number, number>();
+      const first = members.length;
       for (const b of this.#bytesOf(set)) {
-        let to = split.get(classOf[b]);
-        if (to === undefined) {
-          to = members.length;
-          members.push(members[classOf[b]].concat(group));
-          split.set(classOf[b], to);
+        const c = classOf[b];
+        if (!(splitTo[c] >= first)) {
+          splitTo[c] = members.length;
+          members.push(members[c].concat(group));
         }
-        classOf[b] = to;
+        classOf[b] = splitTo[c];
       }
     }
     const nextOf = new Int32Array(members.length).fill(UNKNOWN);
@@ -163,13 +165,29 @@ export class ByteAutomaton {
 
   /** The state after a byte read by exactly the stacks `which` of `stacks`, or DEAD. */
   #follow(stacks: Int32Array, which: readonly number[]): number {
-    if (which.length === 0) return DEAD;
-    const out = new Set<number>();
-    const seen = new Set<number>();
-    for (const i of which) {
-      this.#expand(this.#nodePos[stacks[i]] + 1, this.#nodeNext[stacks[i]], out, seen);
+    if (which.length === 1) {
+      const out = this.#advance(stacks[which[0]]);
+      return out.length === 0 ? DEAD : this.#intern(out);
     }
-    return out.size === 0 ? DEAD : this.#intern(out);
+    const out = new Set<number>();
+    for (const i of which) for (const t of this.#advance(stacks[i])) out.add(t);
+    if (out.size > this.#limits.stacksPerState) this.#tooComplex("parse stacks at once");
+    return out.size === 0 ? DEAD : this.#intern(Int32Array.from(out).sort());
+  }
+
+  /**
+   * The stacks stack `node` becomes once its top byte is read (sorted), found once per
+   * stack node: the same stacks come back in many states (a string's content, whatever
+   * its count), and in several byte classes of one state.
+   */
+  #advance(node: number): Int32Array {
+    let out = this.#advanced[node];
+    if (out === undefined) {
+      const set = new Set<number>();
+      this.#expand(this.#nodePos[node] + 1, this.#nodeNext[node], set, new Set());
+      out = this.#advanced[node] = Int32Array.from(set).sort();
+    }
+    return out;
   }
 
   /**
@@ -212,8 +230,8 @@ export class ByteAutomaton {
     return id;
   }
 
-  #intern(stacks: Set<number>): number {
-    const sorted = Int32Array.from(stacks).sort();
+  /** The state of the stacks `sorted` (sorted, distinct; kept, not copied). */
+  #intern(sorted: Int32Array): number {
     let hash = sorted.length;
     for (let i = 0; i < sorted.length; i++) hash = Math.imul(hash ^ sorted[i], 0x9e3779b1);
     let bucket = this.#stateIds.get(hash);
