@@ -6,7 +6,8 @@
  * walked (text_slices.ts). A mask is a bitset over the vocabulary (19 KB on Qwen's): what
  * the native argmax reads and nk_token_mask_apply applies in one pass over the logits.
  * The kept masks are bounded in bytes; past the bound they are dropped and recomputed when
- * met again (1,700 masks per grammar on Qwen's vocabulary). The walk runs in
+ * met again (860 masks per grammar on Qwen's vocabulary; 16 grammars are kept per
+ * vocabulary, compiler.ts: 256 MB at most). The walk runs in
  * the CPU kernel library (nk_token_mask_walk) when it can be opened, coming back here only
  * for transitions not computed yet. The reference (`native: false, slices: false`) is the
  * TypeScript walk of the whole trie.
@@ -28,7 +29,7 @@ export interface TokenMask {
 }
 
 /** Bytes of masks kept per grammar. */
-const MASK_BUDGET_BYTES = 32 << 20;
+const MASK_BUDGET_BYTES = 16 << 20;
 
 export class TokenMasks {
   readonly automaton: ByteAutomaton;
