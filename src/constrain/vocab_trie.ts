@@ -42,41 +42,47 @@ export function subTrie(trie: TokenTrie, keep: (id: number) => boolean): TokenTr
 
 /** The trie of `ids`, sorted by their bytes (then id). */
 function trieOfSorted(pieces: readonly Uint8Array[], ids: readonly number[]): TokenTrie {
-  const label: number[] = [0];
-  const parent: number[] = [-1];
-  const subtreeEnd: number[] = [0];
+  // At most one node per byte of the tokens, plus the root.
+  let most = 1, longest = 0;
+  for (const id of ids) {
+    most += pieces[id].length;
+    longest = Math.max(longest, pieces[id].length);
+  }
+  const label = new Uint8Array(most);
+  const parent = new Int32Array(most);
+  const subtreeEnd = new Int32Array(most);
   const nodeOfToken = new Int32Array(ids.length);
-  const path = [0];
+  const path = new Int32Array(longest + 1);
+  let depth = 0; // path[0..depth]: the nodes from the root to the last token's end
+  let nodes = 1;
+  parent[0] = -1;
   let prev: Uint8Array = new Uint8Array(0);
-  ids.forEach((id, k) => {
-    const bytes = pieces[id];
+  for (let k = 0; k < ids.length; k++) {
+    const bytes = pieces[ids[k]];
     let common = 0;
     const n = Math.min(prev.length, bytes.length);
     while (common < n && prev[common] === bytes[common]) common++;
-    while (path.length > common + 1) subtreeEnd[path.pop()!] = label.length;
+    while (depth > common) subtreeEnd[path[depth--]] = nodes;
     for (let d = common; d < bytes.length; d++) {
-      const node = label.length;
-      label.push(bytes[d]);
-      parent.push(path.at(-1)!);
-      subtreeEnd.push(0);
-      path.push(node);
+      label[nodes] = bytes[d];
+      parent[nodes] = path[depth];
+      path[++depth] = nodes++;
     }
-    nodeOfToken[k] = path.at(-1)!;
+    nodeOfToken[k] = path[depth];
     prev = bytes;
-  });
-  while (path.length > 0) subtreeEnd[path.pop()!] = label.length;
+  }
+  while (depth >= 0) subtreeEnd[path[depth--]] = nodes;
 
-  const nodeCount = label.length;
-  const tokenStart = new Int32Array(nodeCount + 1);
+  const tokenStart = new Int32Array(nodes + 1);
   for (let k = 0; k < ids.length; k++) tokenStart[nodeOfToken[k] + 1]++;
-  for (let n = 0; n < nodeCount; n++) tokenStart[n + 1] += tokenStart[n];
+  for (let n = 0; n < nodes; n++) tokenStart[n + 1] += tokenStart[n];
   // Sorted order is depth-first order: each node's tokens are already consecutive.
   return {
     vocabSize: pieces.length,
-    nodeCount,
-    label: Uint8Array.from(label),
-    parent: Int32Array.from(parent),
-    subtreeEnd: Int32Array.from(subtreeEnd),
+    nodeCount: nodes,
+    label: label.slice(0, nodes),
+    parent: parent.slice(0, nodes),
+    subtreeEnd: subtreeEnd.slice(0, nodes),
     tokenStart,
     tokens: Int32Array.from(ids),
     pieces,
