@@ -50,6 +50,7 @@ export class GrammarBuilder {
   /** Where a rule was first referenced, for the message when it is never defined. */
   readonly #firstUse: Array<string | undefined> = [];
   readonly #classes = new Map<string, number>();
+  readonly #tails = new Map<string, number>();
   #elements = 0;
 
   /** The rule called `name`, defined or not yet. */
@@ -108,18 +109,50 @@ export class GrammarBuilder {
     const key = cps.map(([a, b]) => `${a}-${b}`).join(",");
     const known = this.#classes.get(key);
     if (known !== undefined) return { rule: known };
+    // Sequences that end alike share their end: one alternative per distinct tail, whose
+    // lead bytes are a set, and the tail a rule called last (a tail call, so no return
+    // position is pushed). After a lead byte the parse is then in one of a few states
+    // whatever the lead (7 for all of Unicode, not 18), each a state the automaton
+    // meets again for every character of a string.
     const single: Array<[number, number]> = [];
-    const multi: Element[][] = [];
+    const leadsByTail = new Map<
+      string,
+      { tail: Array<[number, number]>; leads: Array<[number, number]> }
+    >();
     for (const [lo, hi] of cps) {
       for (const seq of utf8Sequences(lo, hi)) {
-        if (seq.length === 1) single.push(seq[0]);
-        else multi.push(seq.map((r) => ({ bytes: byteSet([r]) })));
+        if (seq.length === 1) {
+          single.push(seq[0]);
+          continue;
+        }
+        const tail = seq.slice(1);
+        const tailKey = JSON.stringify(tail);
+        const group = leadsByTail.get(tailKey);
+        if (group === undefined) leadsByTail.set(tailKey, { tail, leads: [seq[0]] });
+        else group.leads.push(seq[0]);
       }
     }
+    const multi = [...leadsByTail.values()].map(({ tail, leads }): Element[] => [
+      { bytes: byteSet(leads) },
+      { rule: this.#tail(tail) },
+    ]);
     const rule = this.fresh("char");
     this.define(rule, [...(single.length ? [[{ bytes: byteSet(single) }]] : []), ...multi]);
     this.#classes.set(key, rule);
     return { rule };
+  }
+
+  /** The rule for the continuation bytes `ranges`, one range after the other (shared). */
+  #tail(ranges: Array<[number, number]>): number {
+    const key = JSON.stringify(ranges);
+    let rule = this.#tails.get(key);
+    if (rule === undefined) {
+      rule = this.fresh("utf8-tail");
+      const rest: Element[] = ranges.length > 1 ? [{ rule: this.#tail(ranges.slice(1)) }] : [];
+      this.define(rule, [[{ bytes: byteSet([ranges[0]]) }, ...rest]]);
+      this.#tails.set(key, rule);
+    }
+    return rule;
   }
 
   /** The flat grammar starting at `rootName`, refused when a rule is missing or left-recursive. */
