@@ -10,6 +10,7 @@
 import type { TokenFilter } from "../engine/mod.ts";
 import { ConstraintError } from "./errors.ts";
 import { DEAD } from "./automaton.ts";
+import { MaskBitsets } from "./mask_bitsets.ts";
 import type { TokenMask, TokenMasks } from "./token_masks.ts";
 
 /** Where the reasoning block of a thinking model stands when generation starts. */
@@ -30,6 +31,7 @@ export class GrammarMatcher implements TokenFilter {
   readonly #eog: Int32Array;
   readonly #reasoning: ReasoningTokens | undefined;
   readonly #saved: Float32Array;
+  readonly #bitsets: MaskBitsets;
   #kept = new Float32Array(0);
   #phase: Phase;
   #state: number;
@@ -41,6 +43,7 @@ export class GrammarMatcher implements TokenFilter {
     this.#state = masks.automaton.start;
     this.#phase = reasoning?.startInside ? "reasoning" : reasoning?.mayOpen ? "open" : "grammar";
     this.#saved = new Float32Array(this.#eog.length + 1);
+    this.#bitsets = MaskBitsets.of(masks, this.#eog);
   }
 
   /** The constrained text is complete: nothing but the end may follow. */
@@ -65,6 +68,25 @@ export class GrammarMatcher implements TokenFilter {
       }
       case "grammar":
         return this.#apply(logits);
+    }
+  }
+
+  allowed(vocabSize: number): Uint32Array | null {
+    if (vocabSize !== this.#bitsets.vocabSize) return null;
+    switch (this.#phase) {
+      case "done":
+        return null;
+      case "reasoning":
+        return this.#bitsets.reasoning();
+      case "open": {
+        const mask = this.#masks.mask(this.#state);
+        return this.#bitsets.opening(this.#state, mask, this.#reasoning!.open);
+      }
+      case "grammar": {
+        const mask = this.#masks.mask(this.#state);
+        if (mask.count === 0 && !(mask.accepting && this.#eog.length > 0)) return null;
+        return this.#bitsets.grammar(this.#state, mask);
+      }
     }
   }
 

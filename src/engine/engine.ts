@@ -260,14 +260,39 @@ export class Engine {
 
   /** The step's forward pass; null when interrupted. */
   #run(step: Step, outputs: RunOutputs[], interrupt?: StepInterrupt): StepResult | null {
-    const argmaxOnly = !this.#hidden &&
-      outputs.every((o) => o.rows === 0 || o.run.seq.argmaxOnly);
-    if (argmaxOnly) {
-      const argmax = this.#runner.forwardArgmax(step, interrupt);
+    const masks = this.#hidden ? undefined : this.#argmaxMasks(outputs);
+    if (masks !== undefined) {
+      const masked = masks.some((m) => m !== null);
+      const argmax = this.#runner.forwardArgmax(step, interrupt, masked ? masks : undefined);
       return argmax && { argmax };
     }
     const rows = this.#runner.forward(step, interrupt);
     return rows && { rows };
+  }
+
+  /**
+   * Each output row's bitset (null: unmasked) when every row of the step may be picked by
+   * native argmax; undefined when some must be read back. A constrained run with a draft
+   * is read back: its rows are checked one after another, each under the filter as the
+   * tokens before it leave it.
+   */
+  #argmaxMasks(outputs: RunOutputs[]): (Uint32Array | null)[] | undefined {
+    const vocabSize = this.#runner.shape.vocabSize;
+    const masks: (Uint32Array | null)[] = [];
+    for (const { run, rows } of outputs) {
+      if (rows === 0) continue;
+      const seq = run.seq;
+      if (!seq.argmaxOnly) return undefined;
+      if (seq.filter === undefined) {
+        for (let i = 0; i < rows; i++) masks.push(null);
+        continue;
+      }
+      if (rows !== 1 || run.draft.length > 0) return undefined;
+      const bits = seq.allowedNext(vocabSize);
+      if (!bits) return undefined;
+      masks.push(bits);
+    }
+    return masks;
   }
 
   /**
@@ -294,7 +319,7 @@ export class Engine {
         continue;
       }
       if ("argmax" in result) {
-        if (rows > 0 && seq.promptDone()) seq.onToken({ id: result.argmax[first] }, undefined);
+        if (rows > 0 && seq.promptDone()) this.#take(seq, { token: { id: result.argmax[first] } });
         continue;
       }
       // Even without rows: a pooled prompt's last chunk ends it (first-token pooling).

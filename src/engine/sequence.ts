@@ -4,6 +4,7 @@
  * ends (a stop token, its token budget, or its observer's say).
  */
 
+import { NeuronError } from "../common/errors.ts";
 import type { Pooling } from "../models/pooling.ts";
 import type {
   EngineFinish,
@@ -123,11 +124,29 @@ export class Sequence {
     return this.#scoring ? PROMPT_SCORING_CHUNK : Infinity;
   }
 
-  /** Whether its output rows of a step are all sampling rows, picked plainly greedily. */
+  /**
+   * Whether its output rows of a step are all sampling rows, picked plainly greedily: by
+   * the runner's native argmax, under its filter's bitset where it has a filter (the
+   * engine asks the filter each step, `allowedNext`).
+   */
   get argmaxOnly(): boolean {
-    // A constraint must see the logits: native argmax would not.
     return this.pooling === null && this.sampler.plainGreedy && this.topLogits === 0 &&
-      this.filter === undefined && !this.#scoring && this.followers.length === 0;
+      !this.#scoring && this.followers.length === 0;
+  }
+
+  /**
+   * The bitset its next token is picked under natively: null for none (no filter), or
+   * undefined when the logits must be read back (the filter cannot say, allows nothing,
+   * or failed: its `restrict` then ends or fails the sequence as on any logits step).
+   */
+  allowedNext(vocabSize: number): Uint32Array | null | undefined {
+    if (this.filter === undefined) return null;
+    try {
+      return this.filter.allowed?.(vocabSize) ?? undefined;
+    } catch (err) {
+      if (err instanceof NeuronError) return undefined;
+      throw err;
+    }
   }
 
   get #scoring(): boolean {
