@@ -270,27 +270,14 @@ export class Engine {
     return rows && { rows };
   }
 
-  /**
-   * Each output row's bitset (null: unmasked) when every row of the step may be picked by
-   * native argmax; undefined when some must be read back. A constrained run with a draft
-   * is read back: its rows are checked one after another, each under the filter as the
-   * tokens before it leave it.
-   */
+  /** Each output row's mask (null: free) when native argmax may pick every row; else undefined. */
   #argmaxMasks(outputs: RunOutputs[]): (Uint32Array | null)[] | undefined {
-    const vocabSize = this.#runner.shape.vocabSize;
     const masks: (Uint32Array | null)[] = [];
     for (const { run, rows } of outputs) {
       if (rows === 0) continue;
-      const seq = run.seq;
-      if (!seq.argmaxOnly) return undefined;
-      if (seq.filter === undefined) {
-        for (let i = 0; i < rows; i++) masks.push(null);
-        continue;
-      }
-      if (rows !== 1 || run.draft.length > 0) return undefined;
-      const bits = seq.allowedNext(vocabSize);
-      if (!bits) return undefined;
-      masks.push(bits);
+      const own = run.seq.argmaxMasks(rows, run.draft.length > 0, this.#runner.shape.vocabSize);
+      if (own === undefined) return undefined;
+      masks.push(...own);
     }
     return masks;
   }

@@ -124,25 +124,30 @@ export class Sequence {
     return this.#scoring ? PROMPT_SCORING_CHUNK : Infinity;
   }
 
-  /**
-   * Whether its output rows of a step are all sampling rows, picked plainly greedily: by
-   * the runner's native argmax, under its filter's bitset where it has a filter (the
-   * engine asks the filter each step, `allowedNext`).
-   */
+  /** Whether its output rows of a step are all sampling rows, picked plainly greedily. */
   get argmaxOnly(): boolean {
     return this.pooling === null && this.sampler.plainGreedy && this.topLogits === 0 &&
       !this.#scoring && this.followers.length === 0;
   }
 
   /**
-   * The bitset its next token is picked under natively: null for none (no filter), or
-   * undefined when the logits must be read back (the filter cannot say, allows nothing,
-   * or failed: its `restrict` then ends or fails the sequence as on any logits step).
+   * The masks native argmax picks its `rows` output rows of this step under (null: free),
+   * asked before the forward pass; undefined when they must be read back: not picked
+   * plainly greedily, or constrained and the filter cannot say (it allows nothing, or
+   * failed: `restrict` then ends or fails the sequence as on any logits step), or
+   * constrained with a draft (each row's mask follows from the tokens taken before it).
    */
-  allowedNext(vocabSize: number): Uint32Array | null | undefined {
-    if (this.filter === undefined) return null;
+  argmaxMasks(
+    rows: number,
+    drafted: boolean,
+    vocabSize: number,
+  ): (Uint32Array | null)[] | undefined {
+    if (!this.argmaxOnly) return undefined;
+    if (this.filter === undefined) return new Array(rows).fill(null);
+    if (rows !== 1 || drafted) return undefined;
     try {
-      return this.filter.allowed?.(vocabSize) ?? undefined;
+      const bits = this.filter.allowed?.(vocabSize);
+      return bits ? [bits] : undefined;
     } catch (err) {
       if (err instanceof NeuronError) return undefined;
       throw err;
