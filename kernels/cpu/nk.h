@@ -148,6 +148,15 @@ NK_API int32_t nk_attention(nk_pool *pool, float *out, const float *q, const voi
 NK_API int32_t nk_argmax_rows(nk_pool *pool, const float *x, int64_t rows, int64_t cols,
                               int32_t *out);
 
+/* nk_argmax_rows among the tokens each row allows: masks[r] is row r's bitset (bit i of word
+ * i / 32 set: column i allowed), or NULL for all of them; masks itself may be NULL. A masked
+ * row whose allowed values are all NaN (or that allows none) gets its first allowed index
+ * (0 when none). nk_argmax_rows_masked_ref is its plain scan, on the calling thread. */
+NK_API int32_t nk_argmax_rows_masked(nk_pool *pool, const float *x, int64_t rows, int64_t cols,
+                                     const uint32_t *const *masks, int32_t *out);
+NK_API int32_t nk_argmax_rows_masked_ref(const float *x, int64_t rows, int64_t cols,
+                                         const uint32_t *const *masks, int32_t *out);
+
 /* Structured output: walks a vocabulary trie (nodes in depth-first order; node 0 the root)
  * through a grammar automaton's transition table (table[state * 256 + byte]: the next
  * state, -1 dead, below -1 not computed yet), from node `start` on, state_at[0] set by the

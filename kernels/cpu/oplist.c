@@ -11,6 +11,8 @@
  * time, so the caller may reuse its own arrays before the list runs; ops refer to them by
  * offset.
  */
+#include <stdlib.h>
+
 #include "nk_internal.h"
 
 /* Op codes; each op is [code, words of the whole op, arguments...]. */
@@ -31,6 +33,7 @@ enum {
   OP_MOE_ROUTE = 14,
   OP_MATMUL_EXPERTS = 15,
   OP_MOE_COMBINE = 16,
+  OP_ARGMAX_ROWS_MASKED = 17,
 };
 
 #define HEADER 2
@@ -39,6 +42,7 @@ enum {
 #define MANY_MAX 8
 #define EXPERTS_FIXED 8
 #define EXPERTS_PER 5
+#define ARGMAX_FIXED 4
 
 static int64_t i64(double d) {
   return (int64_t)d;
@@ -114,10 +118,23 @@ static int64_t fixed_words(int32_t code) {
   }
 }
 
+/* [x, rows, cols, out, then each row's mask address (0: unmasked)]. */
+static int32_t run_argmax_masked(nk_pool *pool, const double *a, int64_t words) {
+  const int64_t rows = i64(a[1]);
+  if (rows < 0 || words != HEADER + ARGMAX_FIXED + rows) return NK_EINVAL;
+  const uint32_t **masks = malloc(sizeof(*masks) * (size_t)(rows > 0 ? rows : 1));
+  if (!masks) return NK_ENOMEM;
+  for (int64_t r = 0; r < rows; r++) masks[r] = ptr(a[ARGMAX_FIXED + r]);
+  const int32_t rc = nk_argmax_rows_masked(pool, ptr(a[0]), rows, i64(a[2]), masks, ptr(a[3]));
+  free(masks);
+  return rc;
+}
+
 static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t words,
                       const int32_t *ints) {
   if (code == OP_MATMUL) return run_matmul(pool, a, words);
   if (code == OP_MATMUL_EXPERTS) return run_matmul_experts(pool, a, words);
+  if (code == OP_ARGMAX_ROWS_MASKED) return run_argmax_masked(pool, a, words);
   if (words != HEADER + fixed_words(code)) return NK_EINVAL;
   switch (code) {
     case OP_GET_ROWS:

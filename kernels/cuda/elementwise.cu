@@ -215,3 +215,55 @@ extern "C" __global__ void argmax_rows(int *out, const float *a, int rows, int c
   }
 }
 EXPORT_KERNEL(argmax_rows)
+
+/*
+ * argmax_rows among the columns a row's bitset allows (structured output). masks[r] is the
+ * offset, in words from `masks`, of row r's bitset (bit c of word c / 32: column c), or -1
+ * for every column. Warp w of the block reads word w of each 256-column stretch (one
+ * broadcast load); a lane whose bit is clear reads no float, so a zero word costs its warp
+ * no row traffic. A row with no
+ * number allowed gets its first allowed column (0 when none). grid rows, 256 threads.
+ */
+extern "C" __global__ void argmax_rows_masked(int *out, const float *a, const int *masks,
+                                              int rows, int cols) {
+  __shared__ float best_v[8];
+  __shared__ int best_i[8];
+  const int r = blockIdx.x;
+  if (r >= rows) return;
+  const float *row = a + (size_t)r * cols;
+  const unsigned *bits = masks[r] < 0 ? nullptr : (const unsigned *)masks + masks[r];
+  float bv = NEG_INF;
+  int bi = cols;
+  for (int base = 0; base < cols; base += blockDim.x) {
+    const int c = base + threadIdx.x;
+    if (c >= cols) break;
+    const unsigned word = bits == nullptr ? 0xffffffffu : bits[c >> 5];
+    if (((word >> (c & 31)) & 1u) == 0u) continue;
+    const float v = row[c];
+    if (v > bv || (v == bv && c < bi)) bv = v, bi = c;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) bv = ov, bi = oi;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) best_v[warp] = bv, best_i[warp] = bi;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
+      if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) bv = best_v[w], bi = best_i[w];
+    }
+    if (bi >= cols && bits != nullptr) {
+      for (int c = 0; c < cols; c++) {
+        if ((bits[c >> 5] >> (c & 31)) & 1u) {
+          bi = c;
+          break;
+        }
+      }
+    }
+    out[r] = bi < cols ? bi : 0;
+  }
+}
+EXPORT_KERNEL(argmax_rows_masked)

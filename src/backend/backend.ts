@@ -327,9 +327,13 @@ export interface Backend {
    * The index of the largest value of each row, computed where the data lives: greedy
    * decoding then copies back one integer per row instead of a whole row of logits. Runs
    * what is queued first, in the same submission where the backend can (the CPU's op
-   * list, the GPU's stream).
+   * list, the GPU's stream). With `masks` (one per row), row r picks among the columns its
+   * bitset allows (bit i of word i >>> 5: column i; at least ceil(cols / 32) words), or
+   * among all of them where its mask is null: greedy decoding under a constraint. Ties go
+   * to the lowest index either way. A row whose bitset allows nothing is the caller's
+   * mistake; its answer is then unspecified.
    */
-  argmaxRows(a: Activation): Int32Array;
+  argmaxRows(a: Activation, masks?: readonly (Uint32Array | null)[]): Int32Array;
 
   /** Reads an activation back to the host. */
   read(a: Activation): Float32Array;

@@ -10,6 +10,7 @@
 import type { TokenFilter } from "../engine/mod.ts";
 import { ConstraintError } from "./errors.ts";
 import { DEAD } from "./automaton.ts";
+import { MaskBitsets } from "./mask_bitsets.ts";
 import { nativeMasks } from "./native.ts";
 import type { TokenMask, TokenMasks } from "./token_masks.ts";
 
@@ -30,7 +31,7 @@ export class GrammarMatcher implements TokenFilter {
   readonly #masks: TokenMasks;
   readonly #eog: Int32Array;
   readonly #reasoning: ReasoningTokens | undefined;
-  readonly #saved: Float32Array;
+  readonly #bitsets: MaskBitsets;
   #phase: Phase;
   #state: number;
 
@@ -40,7 +41,7 @@ export class GrammarMatcher implements TokenFilter {
     this.#reasoning = reasoning;
     this.#state = masks.automaton.start;
     this.#phase = reasoning?.startInside ? "reasoning" : reasoning?.mayOpen ? "open" : "grammar";
-    this.#saved = new Float32Array(this.#eog.length + 1);
+    this.#bitsets = MaskBitsets.of(masks, this.#eog);
   }
 
   /** The constrained text is complete: nothing but the end may follow. */
@@ -57,14 +58,33 @@ export class GrammarMatcher implements TokenFilter {
         for (const id of this.#eog) logits[id] = -Infinity;
         return true;
       case "open": {
-        const open = this.#reasoning!.open;
-        const keep = logits[open];
-        this.#apply(logits);
-        logits[open] = keep;
+        const mask = this.#masks.mask(this.#state);
+        applyMask(logits, this.#bitsets.opening(this.#state, mask, this.#reasoning!.open));
         return true;
       }
-      case "grammar":
-        return this.#apply(logits);
+      case "grammar": {
+        const mask = this.#masks.mask(this.#state);
+        applyMask(logits, this.#bitsets.grammar(this.#state, mask));
+        return this.#allowsAny(mask);
+      }
+    }
+  }
+
+  allowed(vocabSize: number): Uint32Array | null {
+    if (vocabSize !== this.#bitsets.vocabSize) return null;
+    switch (this.#phase) {
+      case "done":
+        return null;
+      case "reasoning":
+        return this.#bitsets.reasoning();
+      case "open": {
+        const mask = this.#masks.mask(this.#state);
+        return this.#bitsets.opening(this.#state, mask, this.#reasoning!.open);
+      }
+      case "grammar": {
+        const mask = this.#masks.mask(this.#state);
+        return this.#allowsAny(mask) ? this.#bitsets.grammar(this.#state, mask) : null;
+      }
     }
   }
 
@@ -129,15 +149,9 @@ export class GrammarMatcher implements TokenFilter {
     return ids.length;
   }
 
-  /** Forbids what the grammar state forbids; false when nothing is allowed. */
-  #apply(logits: Float32Array): boolean {
-    const mask = this.#masks.mask(this.#state);
-    const eog = this.#eog;
-    const saved = this.#saved;
-    if (mask.accepting) { for (let i = 0; i < eog.length; i++) saved[i] = logits[eog[i]]; }
-    applyMask(logits, mask.bits);
-    if (mask.accepting) { for (let i = 0; i < eog.length; i++) logits[eog[i]] = saved[i]; }
-    return mask.count > 0 || (mask.accepting && eog.length > 0);
+  /** Whether `mask` lets any token through, an end of generation counting. */
+  #allowsAny(mask: TokenMask): boolean {
+    return mask.count > 0 || (mask.accepting && this.#eog.length > 0);
   }
 }
 

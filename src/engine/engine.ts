@@ -260,14 +260,26 @@ export class Engine {
 
   /** The step's forward pass; null when interrupted. */
   #run(step: Step, outputs: RunOutputs[], interrupt?: StepInterrupt): StepResult | null {
-    const argmaxOnly = !this.#hidden &&
-      outputs.every((o) => o.rows === 0 || o.run.seq.argmaxOnly);
-    if (argmaxOnly) {
-      const argmax = this.#runner.forwardArgmax(step, interrupt);
+    const masks = this.#hidden ? undefined : this.#argmaxMasks(outputs);
+    if (masks !== undefined) {
+      const masked = masks.some((m) => m !== null);
+      const argmax = this.#runner.forwardArgmax(step, interrupt, masked ? masks : undefined);
       return argmax && { argmax };
     }
     const rows = this.#runner.forward(step, interrupt);
     return rows && { rows };
+  }
+
+  /** Each output row's mask (null: free) when native argmax may pick every row; else undefined. */
+  #argmaxMasks(outputs: RunOutputs[]): (Uint32Array | null)[] | undefined {
+    const masks: (Uint32Array | null)[] = [];
+    for (const { run, rows } of outputs) {
+      if (rows === 0) continue;
+      const own = run.seq.argmaxMasks(rows, run.draft.length > 0, this.#runner.shape.vocabSize);
+      if (own === undefined) return undefined;
+      masks.push(...own);
+    }
+    return masks;
   }
 
   /**
@@ -294,7 +306,7 @@ export class Engine {
         continue;
       }
       if ("argmax" in result) {
-        if (rows > 0 && seq.promptDone()) seq.onToken({ id: result.argmax[first] }, undefined);
+        if (rows > 0 && seq.promptDone()) this.#take(seq, { token: { id: result.argmax[first] } });
         continue;
       }
       // Even without rows: a pooled prompt's last chunk ends it (first-token pooling).

@@ -4,6 +4,7 @@
  * ends (a stop token, its token budget, or its observer's say).
  */
 
+import { NeuronError } from "../common/errors.ts";
 import type { Pooling } from "../models/pooling.ts";
 import type {
   EngineFinish,
@@ -125,9 +126,32 @@ export class Sequence {
 
   /** Whether its output rows of a step are all sampling rows, picked plainly greedily. */
   get argmaxOnly(): boolean {
-    // A constraint must see the logits: native argmax would not.
     return this.pooling === null && this.sampler.plainGreedy && this.topLogits === 0 &&
-      this.filter === undefined && !this.#scoring && this.followers.length === 0;
+      !this.#scoring && this.followers.length === 0;
+  }
+
+  /**
+   * The masks native argmax picks its `rows` output rows of this step under (null: free),
+   * asked before the forward pass; undefined when they must be read back: not picked
+   * plainly greedily, or constrained and the filter cannot say (it allows nothing, or
+   * failed: `restrict` then ends or fails the sequence as on any logits step), or
+   * constrained with a draft (each row's mask follows from the tokens taken before it).
+   */
+  argmaxMasks(
+    rows: number,
+    drafted: boolean,
+    vocabSize: number,
+  ): (Uint32Array | null)[] | undefined {
+    if (!this.argmaxOnly) return undefined;
+    if (this.filter === undefined) return new Array(rows).fill(null);
+    if (rows !== 1 || drafted) return undefined;
+    try {
+      const bits = this.filter.allowed?.(vocabSize);
+      return bits ? [bits] : undefined;
+    } catch (err) {
+      if (err instanceof NeuronError) return undefined;
+      throw err;
+    }
   }
 
   get #scoring(): boolean {

@@ -47,13 +47,20 @@ export class ModelInstance {
     return step.logitRows.length > 0 ? this.backend.read(logits) : new Float32Array(0);
   }
 
-  /** `forward`, returning only each logit row's argmax, computed where the logits are. */
-  forwardArgmax(step: Step, interrupt?: StepInterrupt): Int32Array | null {
+  /**
+   * `forward`, returning only each logit row's argmax, computed where the logits are; a row
+   * with a mask (structured output) picks among the tokens it allows.
+   */
+  forwardArgmax(
+    step: Step,
+    interrupt?: StepInterrupt,
+    masks?: readonly (Uint32Array | null)[],
+  ): Int32Array | null {
     const logits = this.model.forward(step, this.cache);
     // Unless the step may be stopped midway, its argmax runs with it, in one call where
     // the backend queues ops (the CPU's op list).
     if (interrupt !== undefined && !this.backend.synchronize(interrupt)) return null;
-    if (step.logitRows.length > 0) return this.backend.argmaxRows(logits);
+    if (step.logitRows.length > 0) return this.backend.argmaxRows(logits, masks);
     this.backend.synchronize();
     return new Int32Array(0);
   }

@@ -66,8 +66,12 @@ export class LocalRunner implements ModelRunner {
     return this.instance.forward(step, interrupt);
   }
 
-  forwardArgmax(step: Step, interrupt?: StepInterrupt): Int32Array | null {
-    return this.instance.forwardArgmax(step, interrupt);
+  forwardArgmax(
+    step: Step,
+    interrupt?: StepInterrupt,
+    masks?: readonly (Uint32Array | null)[],
+  ): Int32Array | null {
+    return this.instance.forwardArgmax(step, interrupt, masks);
   }
 
   readonly copyKvRows = (from: number, to: number, rows: number): void =>

@@ -21,8 +21,15 @@ export interface ModelRunner {
    */
   forward(step: Step): Float32Array;
   forward(step: Step, interrupt: StepInterrupt | undefined): Float32Array | null;
-  /** `forward`, returning only each logit row's argmax (greedy decoding). */
-  forwardArgmax(step: Step, interrupt?: StepInterrupt): Int32Array | null;
+  /**
+   * `forward`, returning only each logit row's argmax (greedy decoding); with `masks` (one
+   * per logit row, Backend.argmaxRows), a masked row's among the tokens its bitset allows.
+   */
+  forwardArgmax(
+    step: Step,
+    interrupt?: StepInterrupt,
+    masks?: readonly (Uint32Array | null)[],
+  ): Int32Array | null;
   /**
    * Copies positions [0, rows) of cache block `from` into `to`; absent where the cache is
    * spread over processes. Without it, prefixes are shared by whole blocks only.

@@ -11,9 +11,9 @@
  * recovers the model by unloading and reloading it.
  */
 
-import type { Backend, KvPoolSpec, Step } from "../backend/backend.ts";
+import type { Backend, KvPoolSpec, Step, StepInterrupt } from "../backend/backend.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
-import { argmax } from "../common/argmax.ts";
+import { argmax, maskedArgmax } from "../common/argmax.ts";
 import { errorMessage } from "../common/errors.ts";
 import { log } from "../common/log.ts";
 import type { GgufModel, ModelShape } from "../models/family.ts";
@@ -293,14 +293,20 @@ export class TpRunner {
     return this.#failure;
   }
 
-  /** Greedy picks from the leader's logits (only rank 0 computes them). */
-  forwardArgmax(step: Step): Int32Array {
+  /** Greedy picks from the leader's logits (only rank 0 computes them), masked rows among
+   * the tokens their bitsets allow. */
+  forwardArgmax(
+    step: Step,
+    _interrupt?: StepInterrupt,
+    masks?: readonly (Uint32Array | null)[],
+  ): Int32Array {
     const logits = this.forward(step);
     const vocab = this.shape.vocabSize;
-    return Int32Array.from(
-      step.logitRows,
-      (_, i) => argmax(logits.subarray(i * vocab, (i + 1) * vocab)),
-    );
+    return Int32Array.from(step.logitRows, (_, i) => {
+      const row = logits.subarray(i * vocab, (i + 1) * vocab);
+      const mask = masks?.[i] ?? null;
+      return mask === null ? argmax(row) : maskedArgmax(row, mask);
+    });
   }
 
   /** Runs one step on every rank, in lockstep; ranks never stop midway. */

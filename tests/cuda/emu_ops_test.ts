@@ -11,8 +11,10 @@ import {
   checkArgmax,
   checkElementwise,
   checkGatherAndEmbed,
+  checkMaskedArgmax,
   checkRmsNorm,
 } from "../gpu/checks/ops.ts";
+import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
 import { checkNormRope, checkRope, ROPE_CASES } from "../gpu/checks/rope.ts";
 import { checkAttention, checkWindowedAttention } from "../gpu/checks/attention.ts";
 
@@ -75,6 +77,21 @@ Deno.test({
 test("emulated CUDA: gatherRows, embed from every table type, argmaxRows", (p) => {
   checkGatherAndEmbed(p);
   checkArgmax(p);
+});
+
+Deno.test({
+  name: "emulated CUDA: argmaxRows under token masks equals the CPU backend's",
+  ignore: emu === null,
+  fn() {
+    const be = emu!.backend();
+    const cpu = new CpuBackend({ threads: 2 });
+    try {
+      checkMaskedArgmax(new Pair(be, 1, cpu));
+    } finally {
+      cpu.close();
+      be.close();
+    }
+  },
 });
 
 test("emulated CUDA: storeKv and attention (GQA, paged, f32, f16, q8_0 and q4_0 caches)", (p) => {

@@ -56,7 +56,7 @@ function withoutCopy(r: ModelRunner): ModelRunner {
     device: r.device,
     kvBytes: r.kvBytes,
     forward: ((step, interrupt) => r.forward(step, interrupt)) as ModelRunner["forward"],
-    forwardArgmax: (step, interrupt) => r.forwardArgmax(step, interrupt),
+    forwardArgmax: (step, interrupt, masks) => r.forwardArgmax(step, interrupt, masks),
     deviceBytes: () => r.deviceBytes(),
     close: () => r.close(),
   };

@@ -13,7 +13,13 @@ import { checkExpansionReuse, checkF16Overflow } from "./checks/prefill.ts";
 import { createCudaBackend } from "../../src/backend/cuda/mod.ts";
 import { assertClose, Pair } from "./checks/pair.ts";
 import { checkMatmul, MATMUL_TYPES } from "./checks/matmul.ts";
-import { checkArgmax, checkElementwise, checkGatherAndEmbed, checkRmsNorm } from "./checks/ops.ts";
+import {
+  checkArgmax,
+  checkElementwise,
+  checkGatherAndEmbed,
+  checkMaskedArgmax,
+  checkRmsNorm,
+} from "./checks/ops.ts";
 import { checkNormRope, checkRope } from "./checks/rope.ts";
 import { checkAttention, checkWindowedAttention } from "./checks/attention.ts";
 import { checkLongDecode, LONG_DECODE_CASES } from "./checks/long_attention.ts";
@@ -72,10 +78,11 @@ gpuTest("per-head norms then rope, fused and not, every rope mode", (be) => {
   }
 });
 
-gpuTest("gatherRows, embed, argmaxRows", (be) => {
+gpuTest("gatherRows, embed, argmaxRows (plain and under token masks)", (be) => {
   const p = new Pair(be);
   checkGatherAndEmbed(p);
   checkArgmax(p);
+  checkMaskedArgmax(p);
 });
 
 gpuTest("storeKv and paged attention", (be) => checkAttention(new Pair(be)));

@@ -227,6 +227,32 @@ Deno.test("tp runner: one rank through the same code is exactly the unsplit mode
   }
 });
 
+Deno.test("tp runner: greedy picks under token masks are one rank's native masked picks", () => {
+  const model = openModel(fixture("qwen3-tiny-q4_0.gguf"));
+  const tp = withLogs(() =>
+    TpRunner.open(model, { device: "cpu", threads: 1, tensorParallel: 1 }, KV)
+  );
+  const one = LocalRunner.open(model, { device: "cpu", threads: 1 }, KV);
+  try {
+    const p = modelGolden("qwen3-tiny-q4_0").prompts.find((q) => q.name === "text_fox")!;
+    const b = batch(p.tokens, 0, [p.tokens.length - 2, p.tokens.length - 1]);
+    const free = one.forwardArgmax(b)!;
+    // Every third token, the free picks excluded: the masked picks must differ.
+    const bits = new Uint32Array(Math.ceil(tp.shape.vocabSize / 32));
+    for (let i = 0; i < tp.shape.vocabSize; i += 3) bits[i >>> 5] |= 1 << (i & 31);
+    for (const id of free) bits[id >>> 5] &= ~(1 << (id & 31));
+    const masks = [bits, null];
+    const picks = tp.forwardArgmax(b, undefined, masks);
+    assertEquals(picks, one.forwardArgmax(b, undefined, masks)!);
+    assert(picks[0] % 3 === 0 && picks[0] !== free[0], `${picks[0]} under the mask`);
+    assertEquals(picks[1], free[1]);
+  } finally {
+    tp.close();
+    one.close();
+    model.file.close();
+  }
+});
+
 Deno.test("tp runner: a killed worker breaks the group with a clear error; close reaps it", () =>
   withLogs(async (lines) => {
     const model = openModel(fixture("qwen3-tiny-q8_0.gguf"));

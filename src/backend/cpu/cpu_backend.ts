@@ -354,7 +354,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
    * Greedy decoding's argmax, on the native rows: no copy of the logits to the JS heap. It
    * runs in the same native call as the ops queued before it (the step that wrote them).
    */
-  argmaxRows(a: Activation): Int32Array {
+  argmaxRows(a: Activation, masks?: readonly (Uint32Array | null)[]): Int32Array {
     const src = act(a);
     if (src.rows === 0) {
       this.pool.queue.flush();
@@ -364,7 +364,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
       this.#picks?.free();
       this.#picks = this.kernels.alloc(4 * Math.max(src.rows, 64));
     }
-    this.pool.queue.argmaxRows(src.pointer, src.rows, src.cols, this.#picks);
+    this.pool.queue.argmaxRows(src.pointer, src.rows, src.cols, this.#picks, masks);
     this.pool.queue.flush();
     return this.#picks.i32().slice(0, src.rows);
   }

@@ -114,6 +114,10 @@ export const CPU_SYMBOLS = {
   },
   nk_scale: { parameters: ["pointer", "pointer", "pointer", "f32", "i64"], result: "i32" },
   nk_argmax_rows: { parameters: ["pointer", "pointer", "i64", "i64", "pointer"], result: "i32" },
+  nk_argmax_rows_masked_ref: {
+    parameters: ["pointer", "i64", "i64", "buffer", "pointer"],
+    result: "i32",
+  },
   nk_token_mask_walk: {
     parameters: [
       "buffer",

@@ -21,7 +21,7 @@ export const MATMUL_MANY_MAX = 8;
 /** Op codes of oplist.c. */
 const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4, OP_KV_STORE = 5;
 const OP_ATTENTION = 6, OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9, OP_ARGMAX_ROWS = 10;
-const OP_GELU_MUL = 11, OP_ADD_BIAS = 12, OP_SCALE = 13;
+const OP_GELU_MUL = 11, OP_ADD_BIAS = 12, OP_SCALE = 13, OP_ARGMAX_ROWS_MASKED = 17;
 
 /** RoPE modes of nk_rope. */
 export const ROPE_NEOX = 0, ROPE_NORM = 1;
@@ -315,13 +315,35 @@ export class OpList extends MoeOps {
   /**
    * out[r] = the index of the largest value of row r of x[rows][cols] (the first of equal
    * ones; NaN never wins; 0 for a row of NaN). Recorded after a step, greedy decoding's pick
-   * runs in the step's own call, on logits its threads have just written.
+   * runs in the step's own call, on logits its threads have just written. With `masks`,
+   * row r picks among the columns whose bit its bitset sets (null: all of them); the
+   * bitsets are read in place when the list runs (nk_argmax_rows_masked).
    */
-  argmaxRows(x: Operand, rows: number, cols: number, out: Operand): void {
+  argmaxRows(
+    x: Operand,
+    rows: number,
+    cols: number,
+    out: Operand,
+    masks?: readonly (Uint32Array | null)[],
+  ): void {
     checkDims("argmaxRows", { rows, cols });
     const pX = this.addr("argmaxRows", "x", x, 4 * rows * cols);
     const pOut = this.addr("argmaxRows", "out", out, 4 * rows);
-    this.push("argmaxRows", OP_ARGMAX_ROWS, [pX, rows, cols, pOut]);
+    if (masks === undefined || masks.every((m) => m === null)) {
+      this.push("argmaxRows", OP_ARGMAX_ROWS, [pX, rows, cols, pOut]);
+      return;
+    }
+    if (masks.length !== rows) {
+      throw new CpuKernelError(
+        "cpu_kernel_invalid",
+        `argmaxRows: ${masks.length} masks, ${rows} rows`,
+      );
+    }
+    const words = Math.ceil(cols / 32);
+    const at = masks.map((m, r) =>
+      m === null ? 0 : this.addr("argmaxRows", `mask ${r}`, m, 4 * words)
+    );
+    this.push("argmaxRows", OP_ARGMAX_ROWS_MASKED, [pX, rows, cols, pOut, ...at]);
   }
 
   /** out = silu(gate) * up over n values. */

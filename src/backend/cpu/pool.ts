@@ -214,6 +214,37 @@ export class Pool {
     this.#now((q) => q.argmaxRows(...a));
   }
 
+  /** The plain scan `argmaxRows` is checked against (nk_argmax_rows_masked_ref), unqueued. */
+  argmaxRowsRef(
+    x: Float32Array,
+    rows: number,
+    cols: number,
+    out: Int32Array,
+    masks: readonly (Uint32Array | null)[],
+  ): void {
+    const op = "argmaxRowsRef";
+    checkDims(op, { rows, cols });
+    if (masks.length !== rows) {
+      throw new CpuKernelError("cpu_kernel_invalid", `${op}: ${masks.length} masks, ${rows} rows`);
+    }
+    const words = Math.ceil(cols / 32);
+    const at = BigUint64Array.from(
+      masks,
+      (m, r) =>
+        m === null ? 0n : Deno.UnsafePointer.value(operandPointer(op, `mask ${r}`, m, 4 * words)),
+    );
+    checkStatus(
+      op,
+      this.#sym.nk_argmax_rows_masked_ref(
+        operandPointer(op, "x", x, 4 * rows * cols),
+        BigInt(rows),
+        BigInt(cols),
+        at,
+        operandPointer(op, "out", out, 4 * rows),
+      ),
+    );
+  }
+
   /** Immediate `OpList.add`. */
   add(...a: Parameters<OpList["add"]>): void {
     this.#now((q) => q.add(...a));

@@ -32,6 +32,7 @@ import { CudaError, invalidArgument } from "./errors.ts";
 import { ccString } from "./flavour.ts";
 import { allocateKvCache, copyBandwidth, copyKvRows, ensureFits, uploadWeight } from "./loading.ts";
 import type { MemoryUsage } from "./memory.ts";
+import { recordArgmax } from "./ops_argmax.ts";
 import { recordAttention, recordStoreKv } from "./ops_attention.ts";
 import { launchBinary, operands, recordAddBias, recordScale } from "./ops_elementwise.ts";
 import { recordMatmul } from "./ops_matmul.ts";
@@ -347,13 +348,11 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
     return out;
   }
 
-  /** The index of each row's largest value, computed on the device. */
-  argmaxRows(a: Activation): Int32Array {
+  /** The index of each row's largest value (among those its mask allows), on the device. */
+  argmaxRows(a: Activation, masks?: readonly (Uint32Array | null)[]): Int32Array {
     const x = asActivation(a, "argmaxRows");
     const ctx = this.#live();
-    const ids = ctx.scratch("argmax", 4 * x.rows);
-    ctx.runner.tape.launch(ctx.k("argmax_rows"), x.rows, 1, 1, 256)
-      .p(ids).p(x.ptr).i(x.rows).i(x.cols).end();
+    const ids = recordArgmax(ctx, x, masks);
     const out = new Int32Array(new ArrayBuffer(4 * x.rows));
     this.#readInto(ctx, out, ids);
     return out;

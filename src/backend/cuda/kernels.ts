@@ -53,6 +53,7 @@ function signatures(): Record<string, string> {
     f32_to_f16_rows: "pppii",
     unscale_rows: "ppii",
     argmax_rows: "ppii",
+    argmax_rows_masked: "pppii",
     attn_combine: "ppppiii",
     q8_0_round: "ppi",
     attn_combine_q8: "ppppppiiii",

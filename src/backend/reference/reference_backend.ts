@@ -5,7 +5,7 @@
  */
 
 import { dequantizeRow as heldValues, quantizeRow, roundThroughQ8 } from "./kv_quant.ts";
-import { argmax } from "../../common/argmax.ts";
+import { argmax, maskedArgmax } from "../../common/argmax.ts";
 import { dequantizeRow } from "../../gguf/dequant/mod.ts";
 import { rowBytes } from "../../gguf/types.ts";
 import {
@@ -369,12 +369,13 @@ export class ReferenceBackend implements Backend {
     return true;
   }
 
-  argmaxRows(a: Activation): Int32Array {
+  argmaxRows(a: Activation, masks?: readonly (Uint32Array | null)[]): Int32Array {
     const { rows, cols, data } = act(a);
-    return Int32Array.from(
-      { length: rows },
-      (_, r) => argmax(data.subarray(r * cols, (r + 1) * cols)),
-    );
+    return Int32Array.from({ length: rows }, (_, r) => {
+      const row = data.subarray(r * cols, (r + 1) * cols);
+      const mask = masks?.[r] ?? null;
+      return mask === null ? argmax(row) : maskedArgmax(row, mask);
+    });
   }
 
   read(a: Activation): Float32Array {

@@ -4,7 +4,7 @@
  * tables, and greedy argmax on the device. RoPE is rope.ts's.
  */
 
-import { argmax } from "../../../src/common/argmax.ts";
+import { argmax, maskedArgmax } from "../../../src/common/argmax.ts";
 import { GgmlType, ggmlTypeInfo } from "../../../src/gguf/types.ts";
 import { f32ToF16 } from "../../../src/gguf/half.ts";
 import type { Activation, Backend } from "../../../src/backend/backend.ts";
@@ -110,7 +110,7 @@ export function checkGatherAndEmbed(pair: Pair): void {
 }
 
 interface Argmaxer {
-  argmaxRows(a: Activation): Int32Array;
+  argmaxRows(a: Activation, masks?: readonly (Uint32Array | null)[]): Int32Array;
 }
 
 function hasArgmax(b: Backend): b is Backend & Argmaxer {
@@ -132,4 +132,51 @@ export function checkArgmax(pair: Pair): void {
   );
   assertEquals(Array.from(pair.dev.argmaxRows(a.dev)), want, "argmaxRows");
   assertEquals(want[1], 777, "the planted tie resolves to the first index");
+}
+
+/**
+ * Device argmax under token masks equals the comparison backend's (the CPU's where the
+ * pair holds one) and the host's: a row unmasked, one allowing a single token, sparse and
+ * dense masks, ties among allowed tokens; every masked row's largest value is forbidden,
+ * so a mask not honoured shows. The vocabulary is not a multiple of 32.
+ */
+export function checkMaskedArgmax(pair: Pair): void {
+  if (!hasArgmax(pair.dev) || !hasArgmax(pair.ref)) return;
+  const [rows, cols] = [6, 151937];
+  const words = Math.ceil(cols / 32);
+  const data = randomF32(pair.rng, rows * cols);
+  const allow = (bits: Uint32Array, i: number): void => {
+    bits[i >>> 5] |= 1 << (i & 31);
+  };
+  const masks: (Uint32Array | null)[] = Array.from({ length: rows }, (_, r) => {
+    if (r === 0) return null;
+    const bits = new Uint32Array(words);
+    if (r === 1) allow(bits, cols - 1);
+    if (r === 2) { for (let i = 3; i < cols; i += 2900) allow(bits, i); }
+    if (r === 3) { for (let i = 0; i < cols; i++) if (i % 97 !== 5) allow(bits, i); }
+    if (r === 4) { for (let i = 0; i < cols; i++) if ((i >> 5) % 3 !== 1) allow(bits, i); }
+    if (r === 5) {
+      for (const i of [777, 150000, 40, 151936]) allow(bits, i);
+      data[r * cols + 777] = 9;
+      data[r * cols + 150000] = 9;
+    }
+    return bits;
+  });
+  for (let r = 1; r < rows; r++) {
+    const forbidden = [5, 33].find((i) => (masks[r]![i >>> 5] & (1 << (i & 31))) === 0)!;
+    data[r * cols + forbidden] = 50;
+  }
+  const a = pair.upload(data, rows, cols);
+  const host = masks.map((m, r) => {
+    const row = data.subarray(r * cols, (r + 1) * cols);
+    return m === null ? argmax(row) : maskedArgmax(row, m);
+  });
+  assertEquals(Array.from(pair.dev.argmaxRows(a.dev, masks)), host, "masked argmaxRows");
+  assertEquals(Array.from(pair.ref.argmaxRows(a.ref, masks)), host, "masked argmaxRows (ref)");
+  assertEquals(host[1], cols - 1, "a single allowed token");
+  assertEquals(host[5], 777, "the planted tie resolves to the first allowed index");
+  const plain = Array.from(pair.dev.argmaxRows(a.dev));
+  for (let r = 1; r < rows; r++) assertEquals(plain[r] === host[r], false, `row ${r} masked`);
+  const none = masks.map(() => null);
+  assertEquals(Array.from(pair.dev.argmaxRows(a.dev, none)), plain, "all masks null");
 }

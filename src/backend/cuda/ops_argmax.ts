@@ -1,0 +1,59 @@
+/**
+ * Recording greedy decoding's argmax (kernels/cuda/elementwise.cu): plain, or under the
+ * token masks of constrained rows. Masks travel in the step arena (each row's offset there,
+ * then the bitsets of the masked rows), sent with the step's other integers by the one
+ * upload before the step runs, in the same stream: no copy of their own, no wait.
+ */
+
+import type { CudaContext } from "./context.ts";
+import { invalidArgument } from "./errors.ts";
+import type { CudaActivation } from "./resources.ts";
+
+/** Launches the argmax of each row of `x`; returns the device address of the picks. */
+export function recordArgmax(
+  ctx: CudaContext,
+  x: CudaActivation,
+  masks: readonly (Uint32Array | null)[] | undefined,
+): number {
+  // Before the arena is reserved: growing a scratch buffer flushes what was recorded.
+  const ids = ctx.scratch("argmax", 4 * x.rows);
+  if (masks === undefined || masks.every((m) => m === null)) {
+    ctx.runner.tape.launch(ctx.k("argmax_rows"), x.rows, 1, 1, 256)
+      .p(ids).p(x.ptr).i(x.rows).i(x.cols).end();
+    return ids;
+  }
+  const table = putMasks(ctx, masks, x.rows, x.cols);
+  ctx.runner.tape.launch(ctx.k("argmax_rows_masked"), x.rows, 1, 1, 256)
+    .p(ids).p(x.ptr).p(table).i(x.rows).i(x.cols).end();
+  return ids;
+}
+
+/** Each row's bitset offset in words (-1: unmasked), then the masked rows' bitsets. */
+function putMasks(
+  ctx: CudaContext,
+  masks: readonly (Uint32Array | null)[],
+  rows: number,
+  cols: number,
+): number {
+  const words = Math.ceil(cols / 32);
+  if (masks.length !== rows || masks.some((m) => m !== null && m.length < words)) {
+    throw invalidArgument(
+      "argmaxRows",
+      `${masks.length} masks for ${rows} rows, each of ${words} words at least`,
+    );
+  }
+  const n = rows + words * masks.filter((m) => m !== null).length;
+  ctx.reserveArena(4 * n + 64);
+  return ctx.arena.fill(n, (view) => {
+    let at = rows;
+    masks.forEach((m, r) => {
+      if (m === null) {
+        view[r] = -1;
+        return;
+      }
+      view[r] = at;
+      view.set(new Int32Array(m.buffer, m.byteOffset, words), at);
+      at += words;
+    });
+  });
+}
