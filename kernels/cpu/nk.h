@@ -169,9 +169,10 @@ NK_API int64_t nk_token_mask_walk(const int32_t *table, const uint8_t *label,
                                   int32_t *state_at, uint32_t *bits, int64_t node_count,
                                   int64_t start, int64_t *count);
 
-/* Sets logits[i] to -infinity wherever bit i of `bits` is clear (a token a grammar forbids),
- * i in [0, n). Its reference is applyBits in src/constrain/matcher.ts. */
-NK_API void nk_token_mask_apply(float *logits, const uint32_t *bits, int64_t n);
+/* dst[i] = src[i] where bit i of `bits` is set, -infinity where it is clear (a token a
+ * grammar forbids), i in [0, n); dst may be src. Its reference is applyBits in
+ * src/constrain/matcher.ts. */
+NK_API void nk_token_mask_apply(float *dst, const float *src, const uint32_t *bits, int64_t n);
 
 /* out = silu(gate) * up. */
 NK_API int32_t nk_silu_mul(nk_pool *pool, float *out, const float *gate, const float *up,

@@ -4,6 +4,8 @@
  * whole subtree. Its reference is the TypeScript walk in src/constrain/token_masks.ts; the
  * checker (src/constrain/token_masks_test.ts) compares the two masks on real grammars.
  */
+#include <string.h>
+
 #include "nk.h"
 
 int64_t nk_token_mask_walk(const int32_t *table, const uint8_t *label, const int32_t *parent,
@@ -34,34 +36,40 @@ int64_t nk_token_mask_walk(const int32_t *table, const uint8_t *label, const int
   return -1;
 }
 
-/* Word by word: an all-ones word (a plain string's mask is mostly those) is skipped, an
+/* Word by word: an all-ones word (a plain string's mask is mostly those) is copied, an
  * all-zeros word (a structural state's) is a fill, any other a blend of its 32 logits with
  * -infinity under its bits, which the compiler turns into vector compares. (A mask whose
  * tokens are spread over the vocabulary, as lowercase words are, has a few set bits in most
- * words: visiting each clear bit instead took 4x longer.) */
-void nk_token_mask_apply(float *logits, const uint32_t *bits, int64_t n) {
+ * words: visiting each clear bit instead took 4x longer.) The sampler's copy of the row and
+ * the mask are one pass. */
+void nk_token_mask_apply(float *dst, const float *src, const uint32_t *bits, int64_t n) {
   static const uint32_t bit[32] = {
       1u << 0,  1u << 1,  1u << 2,  1u << 3,  1u << 4,  1u << 5,  1u << 6,  1u << 7,
       1u << 8,  1u << 9,  1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15,
       1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 20, 1u << 21, 1u << 22, 1u << 23,
       1u << 24, 1u << 25, 1u << 26, 1u << 27, 1u << 28, 1u << 29, 1u << 30, 1u << 31};
   const uint32_t dead = 0xff800000u; /* -infinity */
-  uint32_t *x = (uint32_t *)logits;
+  uint32_t *out = (uint32_t *)dst;
+  const uint32_t *in = (const uint32_t *)src;
   const int64_t whole = n >> 5;
   for (int64_t w = 0; w < whole; w++) {
     const uint32_t word = bits[w];
-    if (word == 0xffffffffu) continue;
-    uint32_t *row = x + w * 32;
+    uint32_t *o = out + w * 32;
+    const uint32_t *x = in + w * 32;
+    if (word == 0xffffffffu) {
+      if (o != x) memcpy(o, x, 32 * sizeof(uint32_t));
+      continue;
+    }
     if (word == 0) {
-      for (int i = 0; i < 32; i++) row[i] = dead;
+      for (int i = 0; i < 32; i++) o[i] = dead;
       continue;
     }
     for (int i = 0; i < 32; i++) {
       const uint32_t keep = (word & bit[i]) ? 0xffffffffu : 0;
-      row[i] = (row[i] & keep) | (dead & ~keep);
+      o[i] = (x[i] & keep) | (dead & ~keep);
     }
   }
   for (int64_t i = whole * 32; i < n; i++) {
-    if (!((bits[i >> 5] >> (i & 31)) & 1)) logits[i] = -__builtin_inff();
+    out[i] = (bits[i >> 5] >> (i & 31)) & 1 ? in[i] : dead;
   }
 }

@@ -62,6 +62,19 @@ export class ByteAutomaton {
     return this.#stacks.length;
   }
 
+  /**
+   * Computes the transitions of the first `states` states, breadth first from the start,
+   * ahead of use: at compile time rather than while a sequence waits for its mask. A state
+   * the grammar's bounds refuse stops it quietly; meeting it later refuses as before.
+   */
+  expandAhead(states: number): void {
+    try {
+      for (let s = 0; s < this.stateCount && s < states; s++) this.computeRow(s);
+    } catch (err) {
+      if (!(err instanceof ConstraintError)) throw err;
+    }
+  }
+
   /** The state after `byte`, or DEAD. */
   next(state: number, byte: number): number {
     const t = this.table[(state << 8) | byte];

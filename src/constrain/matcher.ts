@@ -50,21 +50,23 @@ export class GrammarMatcher implements TokenFilter {
       (this.#phase === "grammar" && this.#masks.automaton.finished(this.#state));
   }
 
-  restrict(logits: Float32Array): boolean {
+  restrict(logits: Float32Array, from = logits): boolean {
     switch (this.#phase) {
       case "done":
         return false;
       case "reasoning":
+        if (from !== logits) logits.set(from.subarray(0, logits.length));
         for (const id of this.#eog) logits[id] = -Infinity;
         return true;
       case "open": {
         const mask = this.#masks.mask(this.#state);
-        applyMask(logits, this.#bitsets.opening(this.#state, mask, this.#reasoning!.open));
+        const bits = this.#bitsets.opening(this.#state, mask, this.#reasoning!.open);
+        applyMask(logits, bits, from);
         return true;
       }
       case "grammar": {
         const mask = this.#masks.mask(this.#state);
-        applyMask(logits, this.#bitsets.grammar(this.#state, mask));
+        applyMask(logits, this.#bitsets.grammar(this.#state, mask), from);
         return this.#allowsAny(mask);
       }
     }
@@ -161,14 +163,18 @@ function maskHas(mask: TokenMask, id: number): boolean {
 }
 
 /**
- * Sets every logit whose bit is clear to -Infinity, natively where the library opens; a
- * row longer than the vocabulary (padded output rows) is forbidden past it.
+ * `logits` becomes `from` (by default itself) with every logit whose bit is clear at
+ * -Infinity, in one pass natively where the library opens; a row longer than the
+ * vocabulary (padded output rows) is forbidden past it.
  */
-export function applyMask(logits: Float32Array, bits: Uint32Array): void {
+export function applyMask(logits: Float32Array, bits: Uint32Array, from = logits): void {
   const native = nativeMasks();
-  if (native === null) return applyBits(logits, bits);
-  const n = Math.min(logits.length, bits.length * 32);
-  native.nk_token_mask_apply(logits, bits, BigInt(n));
+  if (native === null) {
+    if (from !== logits) logits.set(from.subarray(0, logits.length));
+    return applyBits(logits, bits);
+  }
+  const n = Math.min(logits.length, from.length, bits.length * 32);
+  native.nk_token_mask_apply(logits, from, bits, BigInt(n));
   logits.fill(-Infinity, n);
 }
 

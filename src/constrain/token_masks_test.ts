@@ -92,7 +92,7 @@ Deno.test("token masks: the native walk over slices equals the TypeScript walk o
   assertEquals([...kinds].sort(), ["bytes", "closed", "free", "whole trie"]);
 });
 
-Deno.test("token masks: nk_token_mask_apply equals its reference", () => {
+Deno.test("token masks: nk_token_mask_apply equals its reference, in place or copying", () => {
   const rng = new Rng(9);
   for (const n of [1, 31, 32, 100, 151_936]) {
     const bits = new Uint32Array((n + 31) >>> 5);
@@ -101,10 +101,12 @@ Deno.test("token masks: nk_token_mask_apply equals its reference", () => {
       bits[w] = kind === 0 ? 0 : kind === 1 ? 0xffffffff : Math.floor(rng.float() * 2 ** 32);
     }
     const logits = Float32Array.from({ length: n }, () => rng.float() * 20 - 10);
-    const fast = logits.slice(), slow = logits.slice();
+    const fast = logits.slice(), slow = logits.slice(), copied = new Float32Array(n).fill(7);
     applyMask(fast, bits);
     applyBits(slow, bits);
+    applyMask(copied, bits, logits);
     assertEquals(fast, slow, `${n} logits`);
+    assertEquals(copied, slow, `${n} logits copied from another row`);
     if (n >= 100) assert(fast.some((x) => x === -Infinity) && fast.some((x) => x > -Infinity));
   }
   // A row longer than the vocabulary: past it, nothing is allowed.

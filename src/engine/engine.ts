@@ -236,7 +236,9 @@ export class Engine {
     this.#deliver(outputs, result);
     const rejected = this.#stats.specDrafted - specDrafted -
       (this.#stats.specAccepted - specAccepted);
-    this.#account(prefill, ids.length - prefill, rejected, seconds);
+    // The step's time in the stats includes sampling its tokens: a decode speed is the
+    // rate tokens come out at, constraint masks and all.
+    this.#account(prefill, ids.length - prefill, rejected, (performance.now() - started) / 1000);
     this.#scheduler.retire();
   }
 

@@ -52,10 +52,11 @@ export interface EngineRequest {
  */
 export interface TokenFilter {
   /**
-   * Sets the logit of every token the constraint forbids next to -Infinity. False when it
-   * allows none: the constrained output is complete, and the sequence ends (`stop`).
+   * Sets the logit of every token the constraint forbids next to -Infinity; given `from`,
+   * `logits` is first its copy (the sampler's, made in the same pass). False when it allows
+   * none: the constrained output is complete, and the sequence ends (`stop`).
    */
-  restrict(logits: Float32Array): boolean;
+  restrict(logits: Float32Array, from?: Float32Array): boolean;
   /**
    * Before the step's forward pass: the tokens `restrict` would allow next, exactly, as a
    * bitset over a vocabulary of `vocabSize` (ceil(vocabSize / 32) words; bit i of word

@@ -126,8 +126,8 @@ export class Sampler {
   sample(logits: Float32Array, filter?: TokenFilter): SampledToken | null {
     const p = this.#params;
     const x = this.#scratch;
-    x.set(logits.subarray(0, x.length));
-    if (filter !== undefined && !filter.restrict(x)) return null;
+    if (filter === undefined) x.set(logits.subarray(0, x.length));
+    else if (!filter.restrict(x, logits)) return null;
     this.#applyBiasAndPenalties(x);
 
     const id = p.temperature <= 0 ? argmax(x) : this.#draw(x);

@@ -37,8 +37,8 @@ class Rotating implements TokenFilter {
     return bits;
   }
 
-  restrict(logits: Float32Array): boolean {
-    for (let i = 0; i < logits.length; i++) if (!this.#allows(i)) logits[i] = -Infinity;
+  restrict(logits: Float32Array, from = logits): boolean {
+    for (let i = 0; i < logits.length; i++) logits[i] = this.#allows(i) ? from[i] : -Infinity;
     return true;
   }
 

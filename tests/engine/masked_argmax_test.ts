@@ -57,7 +57,7 @@ async function prepare(
 /** The filter without `allowed`: its sequence's logits are read back every step. */
 function logitsOnly(filter: TokenFilter): TokenFilter {
   return {
-    restrict: (logits) => filter.restrict(logits),
+    restrict: (logits, from) => filter.restrict(logits, from),
     accept: (id) => filter.accept(id),
   };
 }

@@ -167,7 +167,8 @@ Deno.test("speculative: log-probs, penalties, logit bias, stop tokens and max_to
 class Refuse implements TokenFilter {
   admitted: number[] = [];
   constructor(readonly banned: number) {}
-  restrict(logits: Float32Array): boolean {
+  restrict(logits: Float32Array, from = logits): boolean {
+    logits.set(from.subarray(0, logits.length));
     logits[this.banned] = -Infinity;
     return true;
   }

@@ -134,7 +134,7 @@ export const CPU_SYMBOLS = {
     ],
     result: "i64",
   },
-  nk_token_mask_apply: { parameters: ["buffer", "buffer", "i64"], result: "void" },
+  nk_token_mask_apply: { parameters: ["buffer", "buffer", "buffer", "i64"], result: "void" },
   nk_matmul_experts_ref: {
     parameters: [
       "pointer",
