@@ -92,6 +92,16 @@ for (let s = 0; s < SEQUENCES; s++) {
   }
 }
 
+// What sampling without a constraint pays for the same row: its copy alone.
+const plain = new Float32Array(tok.size);
+const copies: number[] = [];
+for (let k = 0; k < 500; k++) {
+  for (let i = 0; i < row.length; i++) row[i] = rng.float() * 8;
+  const t0 = performance.now();
+  plain.set(row);
+  copies.push((performance.now() - t0) * 1000);
+}
+
 function report(name: string, us: number[]): void {
   const sorted = [...us].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -108,3 +118,9 @@ console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
 report("cold (first sequence)", cold);
 report("warm (the others)", warm);
 report("all", [...cold, ...warm]);
+report("the row's copy alone", copies);
+const mean = (us: number[]) => us.reduce((a, b) => a + b, 0) / us.length;
+console.log(
+  `\nthe constraint's own cost per token (all, less the copy): ` +
+    `${(mean([...cold, ...warm]) - mean(copies)).toFixed(1)} µs mean`,
+);
