@@ -14,6 +14,7 @@ import { EngineError } from "./errors.ts";
 import { shareCache } from "./fork.ts";
 import { BlockPool } from "./kv/block_pool.ts";
 import type { EngineOptions, EngineRequest, EngineStats, SequenceObserver } from "./request.ts";
+import { StepCounters } from "./step_counters.ts";
 import { type SampledToken, topIds } from "./sampler.ts";
 import { type ScheduledRun, Scheduler } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
@@ -58,19 +59,7 @@ export class Engine {
   readonly #speculative: Partial<SpeculativeParams> | undefined;
   /** The draft model's side of speculation, when one was loaded with the model. */
   readonly #drafter: DraftModel | null;
-  readonly #stats = {
-    prefillTokens: 0,
-    prefillSeconds: 0,
-    decodeTokens: 0,
-    decodeSeconds: 0,
-    steps: 0,
-    stepTokens: 0,
-    interruptedSteps: 0,
-    specVerifications: 0,
-    specDrafted: 0,
-    specAccepted: 0,
-    specTokens: 0,
-  };
+  readonly #stats = new StepCounters();
 
   constructor(runner: ModelRunner, options: EngineOptions) {
     this.#runner = runner;
@@ -229,8 +218,7 @@ export class Engine {
       this.#stats.interruptedSteps++;
       return;
     }
-    const seconds = (performance.now() - started) / 1000;
-    this.#budget.observe(stepWork(runs), seconds);
+    this.#budget.observe(stepWork(runs), (performance.now() - started) / 1000);
     this.#scheduler.complete(runs);
     const { specDrafted, specAccepted } = this.#stats;
     this.#deliver(outputs, result);
@@ -238,12 +226,11 @@ export class Engine {
       (this.#stats.specAccepted - specAccepted);
     // The step's time in the stats includes sampling its tokens: a decode speed is the
     // rate tokens come out at, constraint masks and all.
-    this.#account(prefill, ids.length - prefill, rejected, (performance.now() - started) / 1000);
+    this.#stats.step(prefill, ids.length - prefill, rejected, (performance.now() - started) / 1000);
     this.#scheduler.retire();
   }
 
   stats(): EngineStats {
-    const { steps, stepTokens, ...timing } = this.#stats;
     const prefix = this.#pool.prefixStats;
     return {
       running: this.#scheduler.running.length,
@@ -254,9 +241,7 @@ export class Engine {
       prefixLookups: prefix.lookups,
       prefixHits: prefix.hits,
       preemptions: this.#scheduler.preemptions,
-      steps,
-      meanBatchTokens: steps === 0 ? 0 : stepTokens / steps,
-      ...timing,
+      ...this.#stats.counts(),
     };
   }
 
@@ -347,10 +332,7 @@ export class Engine {
       if (hit) accepted++;
       if (!hit || seq.finished) break;
     }
-    this.#stats.specVerifications++;
-    this.#stats.specDrafted += k;
-    this.#stats.specAccepted += accepted;
-    this.#stats.specTokens += seq.generated - before;
+    this.#stats.verification(k, accepted, seq.generated - before);
     seq.speculation?.observe(k, accepted);
     if (seq.speculation?.source === "draft") this.#drafter?.settle(seq, accepted);
     this.#scheduler.settle(seq, accepted);
@@ -400,18 +382,5 @@ export class Engine {
       s,
       ...s.followers,
     ]);
-  }
-
-  /** Counts a step's tokens and splits its time by positions fed; drafted tokens the
-   * verifications rejected took time but are no decoded tokens. */
-  #account(prefill: number, decode: number, rejected: number, seconds: number): void {
-    const total = prefill + decode;
-    if (total === 0) return;
-    this.#stats.steps++;
-    this.#stats.stepTokens += total;
-    this.#stats.prefillTokens += prefill;
-    this.#stats.prefillSeconds += (seconds * prefill) / total;
-    this.#stats.decodeTokens += decode - rejected;
-    this.#stats.decodeSeconds += (seconds * decode) / total;
   }
 }
