@@ -64,12 +64,18 @@ export class ByteAutomaton {
 
   /**
    * Computes the transitions of the first `states` states, breadth first from the start,
-   * ahead of use: at compile time rather than while a sequence waits for its mask. A state
-   * the grammar's bounds refuse stops it quietly; meeting it later refuses as before.
+   * ahead of use: at compile time rather than while a sequence waits for its mask. The
+   * work is bounded by the parse stacks followed too (`stacks`), so an ambiguous grammar
+   * stops early. A state the grammar's bounds refuse stops it quietly; meeting it later
+   * refuses as before.
    */
-  expandAhead(states: number): void {
+  expandAhead(states: number, stacks: number): void {
+    let followed = 0;
     try {
-      for (let s = 0; s < this.stateCount && s < states; s++) this.computeRow(s);
+      for (let s = 0; s < this.stateCount && s < states && followed < stacks; s++) {
+        this.computeRow(s);
+        followed += this.#stacks[s].length;
+      }
     } catch (err) {
       if (!(err instanceof ConstraintError)) throw err;
     }

@@ -14,9 +14,11 @@ const DEFAULT_CAPACITY = 16;
 
 /**
  * States whose transitions are computed when a grammar is compiled (a JSON schema of a
- * few fields has 1-3k): ~5-10 µs each then, instead of inside a token's mask later.
+ * few fields has 1-3k), ~5-10 µs each then instead of inside a token's mask later; and
+ * the parse stacks that may take (most states have 1-4).
  */
-const EXPAND_AHEAD = 4096;
+const EXPAND_STATES = 4096;
+const EXPAND_STACKS = 16_384;
 
 export class ConstraintCompiler {
   readonly trie: TokenTrie;
@@ -42,7 +44,7 @@ export class ConstraintCompiler {
       return known;
     }
     const automaton = new ByteAutomaton(joinParts(parts, root).build());
-    automaton.expandAhead(EXPAND_AHEAD);
+    automaton.expandAhead(EXPAND_STATES, EXPAND_STACKS);
     const masks = new TokenMasks(automaton, this.trie);
     this.#compiled.set(key, masks);
     if (this.#compiled.size > this.#capacity) {
