@@ -183,21 +183,12 @@ extern "C" __global__ void unscale_rows(float *y, const float *scale, int rows, 
 EXPORT_KERNEL(unscale_rows)
 
 /*
- * Index of the largest value of each row (the first on ties; NaN never wins).
- * grid rows, 256 threads.
+ * The block's best (value, column) from each thread's, left in thread 0's bv, bi (the
+ * first column on ties). At most 256 threads.
  */
-extern "C" __global__ void argmax_rows(int *out, const float *a, int rows, int cols) {
+__device__ void block_argmax(float &bv, int &bi) {
   __shared__ float best_v[8];
   __shared__ int best_i[8];
-  const int r = blockIdx.x;
-  if (r >= rows) return;
-  const float *row = a + (size_t)r * cols;
-  float bv = NEG_INF;
-  int bi = cols;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = row[c];
-    if (v > bv || (v == bv && c < bi)) bv = v, bi = c;
-  }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -211,8 +202,25 @@ extern "C" __global__ void argmax_rows(int *out, const float *a, int rows, int c
     for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
       if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) bv = best_v[w], bi = best_i[w];
     }
-    out[r] = bi < cols ? bi : 0;
   }
+}
+
+/*
+ * Index of the largest value of each row (the first on ties; NaN never wins).
+ * grid rows, 256 threads.
+ */
+extern "C" __global__ void argmax_rows(int *out, const float *a, int rows, int cols) {
+  const int r = blockIdx.x;
+  if (r >= rows) return;
+  const float *row = a + (size_t)r * cols;
+  float bv = NEG_INF;
+  int bi = cols;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = row[c];
+    if (v > bv || (v == bv && c < bi)) bv = v, bi = c;
+  }
+  block_argmax(bv, bi);
+  if (threadIdx.x == 0) out[r] = bi < cols ? bi : 0;
 }
 EXPORT_KERNEL(argmax_rows)
 
@@ -221,13 +229,11 @@ EXPORT_KERNEL(argmax_rows)
  * offset, in words from `masks`, of row r's bitset (bit c of word c / 32: column c), or -1
  * for every column. Warp w of the block reads word w of each 256-column stretch (one
  * broadcast load); a lane whose bit is clear reads no float, so a zero word costs its warp
- * no row traffic. A row with no
- * number allowed gets its first allowed column (0 when none). grid rows, 256 threads.
+ * no row traffic. A row with no number allowed gets its first allowed column (0 when
+ * none). grid rows, 256 threads.
  */
 extern "C" __global__ void argmax_rows_masked(int *out, const float *a, const int *masks,
                                               int rows, int cols) {
-  __shared__ float best_v[8];
-  __shared__ int best_i[8];
   const int r = blockIdx.x;
   if (r >= rows) return;
   const float *row = a + (size_t)r * cols;
@@ -242,19 +248,8 @@ extern "C" __global__ void argmax_rows_masked(int *out, const float *a, const in
     const float v = row[c];
     if (v > bv || (v == bv && c < bi)) bv = v, bi = c;
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (ov > bv || (ov == bv && oi < bi)) bv = ov, bi = oi;
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) best_v[warp] = bv, best_i[warp] = bi;
-  __syncthreads();
+  block_argmax(bv, bi);
   if (threadIdx.x == 0) {
-    for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
-      if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) bv = best_v[w], bi = best_i[w];
-    }
     if (bi >= cols && bits != nullptr) {
       for (int c = 0; c < cols; c++) {
         if ((bits[c >> 5] >> (c & 31)) & 1u) {
