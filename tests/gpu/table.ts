@@ -19,6 +19,9 @@ interface BenchResult {
   tgTokens: number;
   bandwidthGBs: number;
   bytesPerToken: number;
+  /** tg with the logits row read back and picked on the host; picked on the device under a mask. */
+  tgHostArgmax?: number;
+  tgMasked?: number;
   grid?: GridPoint[];
   /** Decode after a context of `depth` (one stream): bench.ts --depth, where it has it. */
   depths?: Array<{ depth: number; tg: number; tgTokens: number; bytesPerToken: number }>;
@@ -53,6 +56,19 @@ export function benchRows(results: BenchResult[], base = true): Row[] {
         rate(r.tg),
         against(r.tg, bw / r.bytesPerToken),
       ]);
+      if (r.tgHostArgmax !== undefined && r.tgMasked !== undefined) {
+        const roof = bw / r.bytesPerToken;
+        rows.push([
+          `${r.model} tg, logits read back`,
+          rate(r.tgHostArgmax),
+          against(r.tgHostArgmax, roof),
+        ]);
+        rows.push([
+          `${r.model} tg, picked under a mask`,
+          rate(r.tgMasked),
+          against(r.tgMasked, roof),
+        ]);
+      }
     }
     for (const d of r.depths ?? []) {
       rows.push([
