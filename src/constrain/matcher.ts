@@ -138,13 +138,11 @@ export class GrammarMatcher implements TokenFilter {
         continue;
       }
       phase = "grammar";
-      const mask = this.#masks.mask(state);
+      if (!has(this.#bitsets.grammar(state, this.#masks.mask(state)), id)) return i;
       if (this.#eog.includes(id)) {
-        if (!mask.accepting && !maskHas(mask, id)) return i;
         phase = "done";
         continue;
       }
-      if (!maskHas(mask, id)) return i;
       state = this.#masks.automaton.walk(state, this.#masks.trie.pieces[id]);
       if (state === DEAD) return i;
     }
@@ -157,9 +155,9 @@ export class GrammarMatcher implements TokenFilter {
   }
 }
 
-/** Whether `mask` allows token `id`. */
-function maskHas(mask: TokenMask, id: number): boolean {
-  return (mask.bits[id >>> 5] & (1 << (id & 31))) !== 0;
+/** Whether bit `id` of `bits` is set. */
+function has(bits: Uint32Array, id: number): boolean {
+  return (bits[id >>> 5] & (1 << (id & 31))) !== 0;
 }
 
 /**

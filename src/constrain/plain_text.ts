@@ -162,7 +162,7 @@ export class PlainText {
           else next.add((to << 3) | v);
         }
       }
-      // Past the first byte, any dead prefix settles it: the rest is not needed.
+      // One dead prefix settles it: the deeper bytes are not needed.
       if (dead > 0) return { ends: null, none: level === 0 && ends.size + next.size === 0 };
       if (next.size > MAX_FRONTIER) return { ends: null, none: false };
       pairs = [...next];

@@ -3,10 +3,10 @@
  * vocabulary is plain text (145k of Qwen3's 152k tokens are whole UTF-8 characters with
  * no quote, backslash or control character), and inside a JSON string, or any free text a
  * grammar allows, the automaton lets every such token through. A state's mask would then
- * walk nearly the whole trie (333k nodes). Instead, a breadth-first search over the bytes
- * of plain text finds how deep every plain string stays alive from the state; the plain
- * tokens no longer than that are allowed in one copy of a precomputed bitset, and only the
- * rest of the vocabulary (a trie without them, 12k-181k nodes by depth) is walked.
+ * walk nearly the whole trie (333k nodes). Instead, how far plain text reaches from the
+ * state (plain_text.ts) picks a slice: the plain tokens that reach allows, in one copy of
+ * a precomputed bitset, and the trie of the rest of the vocabulary (12k-181k nodes), which
+ * alone is walked.
  */
 
 import { isPlainText, LOOK_AHEAD, type PlainReach } from "./plain_text.ts";
@@ -23,16 +23,12 @@ export interface Slice {
 }
 
 export class TextSlices {
-  readonly trie: TokenTrie;
-  /** The longest plain token: a state alive this deep admits them all. */
-  readonly longest: number;
-  /** [length in bytes, its slice], narrowest first. */
+  /** [length in bytes, its slice], narrowest first; the last takes every plain token. */
   readonly #byBytes: Array<[number, Slice]>;
   /** `#byChars[c]`: the plain tokens of at most c characters (the rest is not plain). */
   readonly #byChars: Slice[];
 
   constructor(trie: TokenTrie) {
-    this.trie = trie;
     // Each plain token's bytes (0: not plain), and its tokens by how many characters.
     const lengths = new Int32Array(trie.vocabSize);
     const ofChars: number[][] = Array.from({ length: LOOK_AHEAD + 1 }, () => []);
@@ -47,7 +43,6 @@ export class TextSlices {
       for (const b of bytes) if ((b & 0xc0) !== 0x80) chars++;
       if (chars <= LOOK_AHEAD) ofChars[chars].push(id);
     }
-    this.longest = longest;
     this.#byBytes = [...LEVELS.filter((l) => l < longest), longest].map((l) => {
       const bits = new Uint32Array((trie.vocabSize + 31) >>> 5);
       let count = 0;

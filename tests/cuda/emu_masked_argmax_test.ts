@@ -53,11 +53,6 @@ Deno.test({
   ignore: emu === null,
   fn() {
     resetEmulator(emu!);
-    const cuda = {
-      device: "cuda" as const,
-      threads: 1,
-      cuda: { libcuda: emu!.lib, libcublas: emu!.lib },
-    };
     const base = [5, 77, 300, 12, 9, 41, 250, 3];
     const other = [7, 8, 9, 10, 11];
     const run = (native: boolean): { constrained: number[]; free: number[]; plain: number[] } =>
@@ -67,7 +62,7 @@ Deno.test({
         const b = submit(engine, request("f", other, 20, OFF));
         while (engine.hasWork) engine.step();
         return { constrained: ids(a), free: ids(b), plain };
-      }, { runner: cuda, stepTargetMs: Infinity });
+      }, { runner: emu!.runner, stepTargetMs: Infinity });
     const native = run(true);
     const logits = run(false);
     assertEquals(native.constrained.length, 20);

@@ -31,11 +31,6 @@ Deno.test({
   ignore: emu === null,
   fn() {
     resetEmulator(emu!);
-    const cuda = {
-      device: "cuda" as const,
-      threads: 1,
-      cuda: { libcuda: emu!.lib, libcublas: emu!.lib },
-    };
     withEngine(copying!.path, (engine) => {
       const base = [5, 77, 300, 12, 9, 41, 250, 3];
       const chain = ids(generate(engine, request("chain", base, 16, OFF)));
@@ -52,6 +47,6 @@ Deno.test({
       assertEquals(ids(b), otherPlain);
       assert(d.specVerifications > 0 && d.specDrafted > 0, JSON.stringify(d));
       assertEquals(engine.stats().kvBlocksUsed, 0);
-    }, { runner: cuda, stepTargetMs: Infinity });
+    }, { runner: emu!.runner, stepTargetMs: Infinity });
   },
 });

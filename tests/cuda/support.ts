@@ -18,6 +18,8 @@ export interface Emulator {
   control: EmuControl;
   /** A backend on the emulated GPU (cuBLAS from the emulator too, unless disabled). */
   backend(options?: CudaBackendOptions): CudaBackend;
+  /** Runner options that put a model on the emulated GPU, one host thread. */
+  runner: { device: "cuda"; threads: number; cuda: CudaBackendOptions };
 }
 
 let pending: Promise<Emulator | null> | null = null;
@@ -42,6 +44,7 @@ async function setup(): Promise<Emulator | null> {
     lib,
     control,
     backend: (options = {}) => createCudaBackend({ libcuda: lib, libcublas: lib, ...options }),
+    runner: { device: "cuda", threads: 1, cuda: { libcuda: lib, libcublas: lib } },
   };
 }
 

@@ -209,33 +209,35 @@ Deno.test("tp runner: splits the model cannot take are refused before any proces
   }
 });
 
-Deno.test("tp runner: one rank through the same code is exactly the unsplit model", () => {
+/** A one-rank tensor-parallel runner and a plain one on the same model, and a prompt. */
+function oneRankAndPlain(
+  fn: (tp: TpRunner, one: LocalRunner, prompt: number[]) => void,
+): void {
   const model = openModel(fixture("qwen3-tiny-q4_0.gguf"));
   const tp = withLogs(() =>
     TpRunner.open(model, { device: "cpu", threads: 1, tensorParallel: 1 }, KV)
   );
   const one = LocalRunner.open(model, { device: "cpu", threads: 1 }, KV);
   try {
-    const p = modelGolden("qwen3-tiny-q4_0").prompts.find((q) => q.name === "text_fox")!;
-    const b = batch(p.tokens, 0, [p.tokens.length - 1]);
-    assertEquals(tp.forward(b), one.forward(b));
-    assertEquals(workersOn(LABEL), []);
+    fn(tp, one, modelGolden("qwen3-tiny-q4_0").prompts.find((q) => q.name === "text_fox")!.tokens);
   } finally {
     tp.close();
     one.close();
     model.file.close();
   }
+}
+
+Deno.test("tp runner: one rank through the same code is exactly the unsplit model", () => {
+  oneRankAndPlain((tp, one, tokens) => {
+    const b = batch(tokens, 0, [tokens.length - 1]);
+    assertEquals(tp.forward(b), one.forward(b));
+    assertEquals(workersOn(LABEL), []);
+  });
 });
 
 Deno.test("tp runner: greedy picks under token masks are one rank's native masked picks", () => {
-  const model = openModel(fixture("qwen3-tiny-q4_0.gguf"));
-  const tp = withLogs(() =>
-    TpRunner.open(model, { device: "cpu", threads: 1, tensorParallel: 1 }, KV)
-  );
-  const one = LocalRunner.open(model, { device: "cpu", threads: 1 }, KV);
-  try {
-    const p = modelGolden("qwen3-tiny-q4_0").prompts.find((q) => q.name === "text_fox")!;
-    const b = batch(p.tokens, 0, [p.tokens.length - 2, p.tokens.length - 1]);
+  oneRankAndPlain((tp, one, tokens) => {
+    const b = batch(tokens, 0, [tokens.length - 2, tokens.length - 1]);
     const free = one.forwardArgmax(b)!;
     // Every third token, the free picks excluded: the masked picks must differ.
     const bits = new Uint32Array(Math.ceil(tp.shape.vocabSize / 32));
@@ -246,11 +248,7 @@ Deno.test("tp runner: greedy picks under token masks are one rank's native maske
     assertEquals(picks, one.forwardArgmax(b, undefined, masks)!);
     assert(picks[0] % 3 === 0 && picks[0] !== free[0], `${picks[0]} under the mask`);
     assertEquals(picks[1], free[1]);
-  } finally {
-    tp.close();
-    one.close();
-    model.file.close();
-  }
+  });
 });
 
 Deno.test("tp runner: a killed worker breaks the group with a clear error; close reaps it", () =>
