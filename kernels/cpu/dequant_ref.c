@@ -4,19 +4,21 @@
  */
 #include "dequant_ref.h"
 
-static const nk_traits TRAITS_F32 = {1, 4, 0, 0, 0};
-static const nk_traits TRAITS_F16 = {1, 2, 0, 0, 0};
-static const nk_traits TRAITS_BF16 = {1, 2, 0, 0, 0};
-static const nk_traits TRAITS_Q4_0 = {32, 18, 1, 32, 0};
-static const nk_traits TRAITS_Q4_1 = {32, 20, 1, 32, 0};
-static const nk_traits TRAITS_Q5_0 = {32, 22, 1, 32, 0};
-static const nk_traits TRAITS_Q5_1 = {32, 24, 1, 32, 0};
-static const nk_traits TRAITS_Q8_0 = {32, 34, 1, 32, 1};
-static const nk_traits TRAITS_Q2_K = {256, 84, 1, 16, 0};
-static const nk_traits TRAITS_Q3_K = {256, 110, 1, 16, 0};
-static const nk_traits TRAITS_Q4_K = {256, 144, 1, 32, 0};
-static const nk_traits TRAITS_Q5_K = {256, 176, 1, 32, 0};
-static const nk_traits TRAITS_Q6_K = {256, 210, 1, 16, 0};
+static const nk_traits TRAITS_F32 = {1, 4, 0, 0, 0, 0};
+static const nk_traits TRAITS_F16 = {1, 2, 0, 0, 0, 0};
+static const nk_traits TRAITS_BF16 = {1, 2, 0, 0, 0, 0};
+static const nk_traits TRAITS_Q4_0 = {32, 18, 1, 32, 0, 0};
+static const nk_traits TRAITS_Q4_1 = {32, 20, 1, 32, 0, 0};
+static const nk_traits TRAITS_Q5_0 = {32, 22, 1, 32, 0, 0};
+static const nk_traits TRAITS_Q5_1 = {32, 24, 1, 32, 0, 0};
+static const nk_traits TRAITS_Q8_0 = {32, 34, 1, 32, 1, 0};
+static const nk_traits TRAITS_Q2_K = {256, 84, 1, 16, 0, 0};
+static const nk_traits TRAITS_Q3_K = {256, 110, 1, 16, 0, 0};
+static const nk_traits TRAITS_Q4_K = {256, 144, 1, 32, 0, 0};
+static const nk_traits TRAITS_Q5_K = {256, 176, 1, 32, 0, 0};
+static const nk_traits TRAITS_Q6_K = {256, 210, 1, 16, 0, 0};
+static const nk_traits TRAITS_Q8_0_R16 = {32, 34, 1, 32, 1, 1};
+static const nk_traits TRAITS_Q4_K_R16 = {256, 148, 1, 32, 0, 1};
 
 const nk_traits *nk_type_traits(int32_t type) {
   switch (type) {
@@ -33,6 +35,8 @@ const nk_traits *nk_type_traits(int32_t type) {
     case NK_Q4_K: return &TRAITS_Q4_K;
     case NK_Q5_K: return &TRAITS_Q5_K;
     case NK_Q6_K: return &TRAITS_Q6_K;
+    case NK_Q8_0_R16: return &TRAITS_Q8_0_R16;
+    case NK_Q4_K_R16: return &TRAITS_Q4_K_R16;
     default: return NULL;
   }
 }
@@ -249,7 +253,7 @@ int32_t nk_dequantize_rows(int32_t type, const void *src, int64_t n_rows, int64_
   const int64_t rb = nk_row_bytes(type, cols);
   if (rb < 0 || n_rows < 0 || !src || !dst) return NK_EINVAL;
   for (int64_t r = 0; r < n_rows; r++) {
-    nk_dequantize_row(type, (const uint8_t *)src + r * rb, cols, dst + r * cols);
+    nk_dequantize_table_row(type, src, r, rb, cols, dst + r * cols);
   }
   return NK_OK;
 }

@@ -6,6 +6,9 @@
 
 /* One row of `cols` values (a whole number of blocks) to f32. */
 void nk_dequantize_row(int32_t type, const void *src, int64_t cols, float *dst);
+/* Row r of a matrix of `type` at w, repacked or not (repack.c). */
+void nk_dequantize_table_row(int32_t type, const uint8_t *w, int64_t r, int64_t row_bytes,
+                             int64_t cols, float *dst);
 
 /* Q3_K's twelve packed bytes to its sixteen 6-bit scales (biased by 32). */
 static inline void nk_q3_k_scales(const uint8_t packed[12], int8_t out[16]) {

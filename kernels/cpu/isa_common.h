@@ -33,6 +33,7 @@ void NK_FN(nk_quantize_act_k)(const float *x, int64_t cols, const nk_qact *act, 
 void NK_FN(nk_unpack)(int32_t type, const uint8_t *row, int64_t chunk, int64_t cols, nk_chunk *c);
 void NK_FN(nk_qdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
 void NK_FN(nk_fdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+void NK_FN(nk_r16_rows)(const nk_mm *mm, int64_t r0, int64_t r1);
 void NK_FN(nk_qgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
 void NK_FN(nk_fgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
 void NK_FN(nk_rmsnorm_row)(float *out, const float *x, const float *w, int64_t dim, float eps);

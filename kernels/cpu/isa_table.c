@@ -37,6 +37,9 @@ const nk_isa_ops NK_TABLE = {
     .unpack = NK_FN(nk_unpack),
     .qdot_rows = NK_FN(nk_qdot_rows),
     .fdot_rows = NK_FN(nk_fdot_rows),
+#if defined(__AVX512F__)
+    .r16_rows = NK_FN(nk_r16_rows),
+#endif
 #if PANEL_ROWS
     .qgemm_panel = NK_FN(nk_qgemm_panel),
     .fgemm_panel = NK_FN(nk_fgemm_panel),

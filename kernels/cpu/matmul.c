@@ -82,7 +82,9 @@ static void quantize(mm_task *a) {
 }
 
 static int64_t item_rows(const nk_mm *mm) {
-  return mm->row_bytes >= ITEM_BYTES ? 1 : ITEM_BYTES / mm->row_bytes;
+  const int64_t rows = mm->row_bytes >= ITEM_BYTES ? 1 : ITEM_BYTES / mm->row_bytes;
+  /* Repacked matrices go by whole groups of sixteen (repack.c). */
+  return mm->tr->r16 ? (rows + 15) / 16 * 16 : rows;
 }
 
 /* Item i's matrix (its index found from m on) and first row. */
@@ -211,6 +213,7 @@ int32_t nk_mm_setup(nk_mm *mm, int32_t type, const void *w, int64_t rows, int64_
                     const float *x, int64_t n_tokens, float *y) {
   const int64_t rb = nk_row_bytes(type, cols);
   if (rb < 0 || rows <= 0 || n_tokens <= 0 || !w || !x || !y) return NK_EINVAL;
+  if (nk_type_traits(type)->r16 && rows % 16 != 0) return NK_EINVAL;
   *mm = (nk_mm){.type = type,
                 .tr = nk_type_traits(type),
                 .w = w,
@@ -234,8 +237,9 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
                        float *const *ys) {
   if (!pool || n <= 0 || n > NK_MANY_MAX || !types || !ws || !rows || !ys) return NK_EINVAL;
   mm_task a = {.pool = pool, .ops = nk_pool_ops(pool), .n = n};
-  /* Matrices sharing the activations take one path: the panels when every type's
-   * threshold is reached. */
+  /* Matrices sharing the activations take one path, the panels when every type's
+   * threshold is reached; repacked ones always go by rows, their layout already the
+   * panels'. */
   int packed = a.ops->panel_rows > 0;
   int quant = 0, k_only = 1;
   int64_t scratch = 0;
@@ -243,9 +247,14 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
     if (nk_mm_setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
       return NK_EINVAL;
     nk_pool_prefetch_distances(pool, &a.mm[m]);
+    if (a.mm[m].tr->r16) {
+      /* Repacked matrices are copies on huge pages (nk_repack), wherever the others are. */
+      a.mm[m].line_ahead = NK_LINE_AHEAD_HUGE;
+      a.mm[m].page_ahead = 0;
+    }
     quant |= a.mm[m].tr->quant;
     k_only &= a.mm[m].tr->quant && a.mm[m].tr->block_size == 256;
-    if (packed && n_tokens < a.ops->pack_min_tokens(types[m])) packed = 0;
+    if (packed && !a.mm[m].tr->r16 && n_tokens < a.ops->pack_min_tokens(types[m])) packed = 0;
     if (panel_bytes(&a, &a.mm[m]) > scratch) scratch = panel_bytes(&a, &a.mm[m]);
   }
   if (packed && nk_pool_reserve(pool, scratch) != NK_OK) return NK_ENOMEM;
@@ -258,14 +267,17 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
   }
   if (packed) {
     /* Panels amortize over many tokens: the matrices go one after the other. */
-    for (a.cur = 0; a.cur < n; a.cur++) nk_pool_run(pool, panels_task, &a);
-    return NK_OK;
+    for (a.cur = 0; a.cur < n; a.cur++) {
+      if (!a.mm[a.cur].tr->r16) nk_pool_run(pool, panels_task, &a);
+    }
   }
   a.first[0] = 0;
   for (int32_t m = 0; m < n; m++) {
+    const int by_rows = !packed || a.mm[m].tr->r16;
     a.per[m] = item_rows(&a.mm[m]);
-    a.first[m + 1] = a.first[m] + (a.mm[m].rows + a.per[m] - 1) / a.per[m];
+    a.first[m + 1] = a.first[m] + (by_rows ? (a.mm[m].rows + a.per[m] - 1) / a.per[m] : 0);
   }
+  if (a.first[n] == 0) return NK_OK;
   nk_pool_split(pool, a.first[n]);
   nk_pool_run(pool, rows_task, &a);
   return NK_OK;

@@ -20,7 +20,7 @@ static void ref_task(void *arg, int32_t ith, int32_t nth) {
   const int64_t per = (a->rows + nth - 1) / nth;
   const int64_t r1 = a->rows < (ith + 1) * per ? a->rows : (ith + 1) * per;
   for (int64_t r = ith * per; r < r1; r++) {
-    nk_dequantize_row(a->type, a->w + r * a->row_bytes, a->cols, row);
+    nk_dequantize_table_row(a->type, a->w, r, a->row_bytes, a->cols, row);
     for (int64_t t = 0; t < a->n_tokens; t++) {
       const float *x = a->x + t * a->cols;
       double sum = 0.0;
@@ -34,6 +34,7 @@ int32_t nk_matmul_ref(nk_pool *pool, int32_t type, const void *w, int64_t rows, 
                       const float *x, int64_t n_tokens, float *y) {
   const int64_t rb = nk_row_bytes(type, cols);
   if (!pool || rb < 0 || rows <= 0 || n_tokens <= 0 || !w || !x || !y) return NK_EINVAL;
+  if (nk_type_traits(type)->r16 && rows % 16 != 0) return NK_EINVAL;
   if (nk_pool_reserve(pool, cols * 4) != NK_OK) return NK_ENOMEM;
   ref_args a = {pool, type, w, rows, cols, rb, n_tokens, x, y};
   nk_pool_run(pool, ref_task, &a);

@@ -30,6 +30,9 @@ enum {
   NK_Q5_K = 13,
   NK_Q6_K = 14,
   NK_BF16 = 30,
+  /* Repacked for few-row products (nk_repack; not ggml types). */
+  NK_Q8_0_R16 = 0x108,
+  NK_Q4_K_R16 = 0x10C,
 };
 
 enum { NK_OK = 0, NK_EINVAL = -1, NK_ENOMEM = -2, NK_EUNSUPPORTED = -3, NK_EINTERRUPTED = -4 };
@@ -84,6 +87,17 @@ NK_API void nk_free(void *ptr);
 /* Bytes of one row of `cols` values of `type`; negative when the type is unknown or cols
  * is not a whole number of blocks. */
 NK_API int64_t nk_row_bytes(int32_t type, int64_t cols);
+
+/* The repacked type (NK_*_R16) `type` is worth repacking into on this CPU for products of
+ * a few rows, or 0 when none is. */
+NK_API int32_t nk_r16_type(int32_t type);
+/* Writes the rows x cols matrix src of `type` repacked (repack.c says how) to dst, which
+ * holds nk_row_bytes(nk_r16_type(type), cols) * rows bytes on huge pages (nk_alloc_huge:
+ * the kernels prefetch for those); rows % 16 == 0. A repacked
+ * matrix goes to nk_matmul, nk_matmul_many, nk_matmul_ref and nk_get_rows under its
+ * NK_*_R16 type. */
+NK_API int32_t nk_repack(nk_pool *pool, int32_t type, const void *src, int64_t rows, int64_t cols,
+                         void *dst);
 
 /* y[t*rows + r] = sum_c W[r][c] * x[t*cols + c]. */
 NK_API int32_t nk_matmul(nk_pool *pool, int32_t type, const void *w, int64_t rows, int64_t cols,

@@ -33,10 +33,13 @@ typedef struct {
   int32_t quant;      /* 1: int8 path through the chunk form; 0: float type */
   int32_t group;      /* finest scale granularity of the chunk form: 16 or 32 */
   int32_t wide;       /* u can exceed 127 (needs care with saturating 16-bit products) */
+  int32_t r16;        /* repacked sixteen rows at a time (repack.c): row_bytes is a mean */
 } nk_traits;
 
 /* NULL for a type the library does not compute. */
 const nk_traits *nk_type_traits(int32_t type);
+/* The ggml type a repacked type (NK_*_R16) was repacked from; -1 for any other. */
+int32_t nk_r16_base(int32_t type);
 
 /* ggml's block layouts (ggml-common.h); f16 fields as raw bits. */
 typedef struct {
@@ -263,6 +266,9 @@ typedef struct {
   int32_t row_tokens;
   void (*qdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
   void (*fdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
+  /* Rows [r0, r1) (multiples of 16) of a repacked matrix for all its tokens; NULL at
+   * levels without a kernel for them (nk_r16_rows_portable then runs). */
+  void (*r16_rows)(const nk_mm *mm, int64_t r0, int64_t r1);
   /* All tokens for the panel of rows starting at r0. */
   void (*qgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
   void (*fgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
@@ -285,6 +291,9 @@ typedef struct {
   uint64_t (*read_words)(const uint8_t *p, int64_t n, int32_t pattern);
 } nk_isa_ops;
 
+/* Repacked rows [r0, r1) for all tokens in plain C (repack.c). */
+void nk_r16_rows_portable(const nk_mm *mm, int64_t r0, int64_t r1);
+
 /* Tokens the row kernels take at once: fdot_rows, and qdot_rows at most levels. AVX-512's
  * qdot_rows takes up to NK_ROW_TOKENS_WIDE: a pass of 5-8 tokens (a k = 4..7 speculative
  * verification, a small decode batch) reads and decodes each weight once instead of twice. */
@@ -301,6 +310,14 @@ static inline void nk_mm_rows(const nk_isa_ops *ops, const nk_mm *mm, int64_t r0
     for (int64_t o = 0; o < mm->line_ahead; o += 64) __builtin_prefetch(p + o, 0, 3);
   }
   *last = mm->w + r1 * mm->row_bytes;
+  if (mm->tr->r16) {
+    if (ops->r16_rows) {
+      ops->r16_rows(mm, r0, r1);
+    } else {
+      nk_r16_rows_portable(mm, r0, r1);
+    }
+    return;
+  }
   const int32_t per = mm->tr->quant ? ops->row_tokens : NK_ROW_TOKENS;
   for (int64_t t0 = 0; t0 < mm->n_tokens; t0 += per) {
     const int64_t left = mm->n_tokens - t0;

@@ -50,8 +50,8 @@ int32_t nk_rmsnorm(nk_pool *pool, float *out, const float *x, const float *weigh
 static void get_rows_task(void *arg, int32_t ith, int32_t nth) {
   const rows_args *r = arg;
   for (int64_t i = ith; i < r->n_rows; i += nth) {
-    nk_dequantize_row(r->type, r->table + (int64_t)r->ids[i] * r->row_bytes, r->dim,
-                      r->out + i * r->dim);
+    nk_dequantize_table_row(r->type, r->table, r->ids[i], r->row_bytes, r->dim,
+                            r->out + i * r->dim);
   }
 }
 
@@ -59,6 +59,7 @@ int32_t nk_get_rows(nk_pool *pool, int32_t type, const void *table, int64_t n_ro
                     const int32_t *ids, int64_t n_ids, float *out) {
   const int64_t rb = nk_row_bytes(type, cols);
   if (!pool || rb < 0 || !table || !ids || !out || n_ids < 0) return NK_EINVAL;
+  if (nk_type_traits(type)->r16 && n_rows % 16 != 0) return NK_EINVAL;
   for (int64_t i = 0; i < n_ids; i++) {
     if (ids[i] < 0 || ids[i] >= n_rows) return NK_EINVAL;
   }

@@ -155,13 +155,17 @@ const sweepInput = {
 const sweep = rowsSweep(sweepInput);
 const steps = {
   q8_0: modelStepSweep(sweepInput, modelPlan("q8_0")),
+  q8_0_repacked: modelStepSweep(sweepInput, modelPlan("q8_0"), true),
   q4_k_m: modelStepSweep(sweepInput, modelPlan("q4_k_m")),
+  q4_k_m_repacked: modelStepSweep(sweepInput, modelPlan("q4_k_m"), true),
 };
 sweepPool.destroy();
 const sweepLines = (): string[] => [
   ...formatSweep(sweep, maxThreads),
   ...formatModelSteps("Q8_0", steps.q8_0, maxThreads),
+  ...formatModelSteps("Q8_0 repacked", steps.q8_0_repacked, maxThreads),
   ...formatModelSteps("Q4_K_M", steps.q4_k_m, maxThreads),
+  ...formatModelSteps("Q4_K_M repacked", steps.q4_k_m_repacked, maxThreads),
 ];
 if (args.values["sweep-only"]) {
   if (args.values.json) {

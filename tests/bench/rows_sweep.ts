@@ -12,6 +12,7 @@
 import { cpuUsage } from "node:process";
 import type { CpuKernels, NativeBuffer, Pool } from "../../src/backend/cpu/kernels.ts";
 import type { GgmlTypeInfo } from "../../src/gguf/mod.ts";
+import { REPACK_ROWS } from "../../src/backend/cpu/repacked.ts";
 
 /** [rows, cols]: Qwen3-0.6B's FFN up/gate and down projections. */
 export const SWEEP_SHAPES: Array<[number, number]> = [[3072, 1024], [1024, 3072]];
@@ -53,7 +54,7 @@ export interface SweepInput {
  * time says nothing of its kernel, and a busy neighbour only adds to it by slowing memory. */
 function cpuMicrosPerCall(
   input: SweepInput,
-  type: GgmlTypeInfo,
+  type: number,
   w: NativeBuffer,
   copies: number,
   rows: number,
@@ -61,11 +62,11 @@ function cpuMicrosPerCall(
   n: number,
 ): number {
   const { k, pool } = input;
-  const bytes = k.rowBytes(type.id, cols) * rows;
+  const bytes = k.rowBytes(type, cols) * rows;
   const x = input.activations(n * cols), y = k.alloc(n * rows * 4);
   const at = (i: number) => Deno.UnsafePointer.offset(w.pointer, (i % copies) * bytes)!;
   try {
-    pool.matmul(type.id, at(0), rows, cols, x, n, y);
+    pool.matmul(type, at(0), rows, cols, x, n, y);
     // A fixed amount of work per point: rounds of enough calls to cover the copies and
     // about SWEEP_MACS / ROUNDS multiply-adds. The cheapest round: time lost to a neighbour
     // (its cache traffic evicting ours) only adds.
@@ -73,7 +74,7 @@ function cpuMicrosPerCall(
     let best = Infinity;
     for (let round = 0; round < ROUNDS; round++) {
       const before = cpuUsage();
-      for (let i = 1; i <= calls; i++) pool.matmul(type.id, at(i), rows, cols, x, n, y);
+      for (let i = 1; i <= calls; i++) pool.matmul(type, at(i), rows, cols, x, n, y);
       const used = cpuUsage(before);
       best = Math.min(best, (used.user + used.system) / calls);
     }
@@ -84,19 +85,51 @@ function cpuMicrosPerCall(
   }
 }
 
+/** Copies of a matrix repacked (repacked.ts) as the CPU backend repacks at load, or null
+ * when the kernels do not repack its type. */
+function repackedCopies(
+  input: SweepInput,
+  type: GgmlTypeInfo,
+  w: NativeBuffer,
+  copies: number,
+  rows: number,
+  cols: number,
+): { type: number; w: NativeBuffer } | null {
+  const { k, pool } = input;
+  const to = k.repackedType(type.id);
+  if (to === null) return null;
+  const from = k.rowBytes(type.id, cols) * rows, bytes = k.rowBytes(to, cols) * rows;
+  const packed = k.allocHuge(bytes * copies);
+  for (let i = 0; i < copies; i++) {
+    pool.repack(
+      type.id,
+      Deno.UnsafePointer.offset(w.pointer, i * from)!,
+      rows,
+      cols,
+      Deno.UnsafePointer.offset(packed.pointer, i * bytes)!,
+    );
+  }
+  return { type: to, w: packed };
+}
+
 export function rowsSweep(input: SweepInput): SweepResult[] {
   const out: SweepResult[] = [];
   for (const type of input.types) {
     for (const [rows, cols] of SWEEP_SHAPES) {
       const bytes = input.k.rowBytes(type.id, cols) * rows;
       const copies = Math.max(2, Math.ceil(STREAM_BYTES / bytes));
-      const w = input.weights(type, bytes * copies);
-      try {
-        const time = (n: number) => cpuMicrosPerCall(input, type, w, copies, rows, cols, n);
+      const plain = input.weights(type, bytes * copies);
+      const repacked = repackedCopies(input, type, plain, copies, rows, cols);
+      const layouts: Array<{ name: string; id: number; w: NativeBuffer }> = [
+        { name: type.name, id: type.id, w: plain },
+      ];
+      if (repacked) layouts.push({ name: `${type.name}r`, id: repacked.type, w: repacked.w });
+      for (const { name, id, w } of layouts) {
+        const time = (n: number) => cpuMicrosPerCall(input, id, w, copies, rows, cols, n);
         const perRow = time(PREFILL_ROWS) / PREFILL_ROWS;
         const one = time(1);
         out.push({
-          type: type.name,
+          type: name,
           shape: `${rows}x${cols}`,
           pp512_us_per_row: perRow,
           points: input.rowCounts.map((n) => {
@@ -104,9 +137,9 @@ export function rowsSweep(input: SweepInput): SweepResult[] {
             return { n, us, of_prefill: (perRow * n) / us, of_one: us / one };
           }),
         });
-      } finally {
-        w.free();
       }
+      plain.free();
+      repacked?.w.free();
     }
   }
   return out;
@@ -152,12 +185,19 @@ export interface ModelStepPoint {
 export function modelStepSweep(
   input: SweepInput,
   plan: Array<{ type: GgmlTypeInfo; rows: number; cols: number }>,
+  repack = false,
 ): ModelStepPoint[] {
   const { k, pool } = input;
-  const mats = plan.map((p) => ({
-    ...p,
-    w: input.weights(p.type, k.rowBytes(p.type.id, p.cols) * p.rows),
-  }));
+  const mats = plan.map((p) => {
+    const w = input.weights(p.type, k.rowBytes(p.type.id, p.cols) * p.rows);
+    const to = repack && p.rows % REPACK_ROWS === 0 ? k.repackedType(p.type.id) : null;
+    if (to === null) return { ...p, kernelType: p.type.id, w };
+    // As the CPU backend loads it: repacked onto huge pages.
+    const packed = k.allocHuge(k.rowBytes(to, p.cols) * p.rows);
+    pool.repack(p.type.id, w, p.rows, p.cols, packed);
+    w.free();
+    return { ...p, kernelType: to, w: packed };
+  });
   const maxCols = Math.max(...plan.map((p) => p.cols));
   const maxRows = Math.max(...plan.map((p) => p.rows));
   try {
@@ -167,7 +207,7 @@ export function modelStepSweep(
         let best = Infinity;
         for (let round = 0; round < ROUNDS; round++) {
           const before = cpuUsage();
-          for (const m of mats) pool.matmul(m.type.id, m.w, m.rows, m.cols, x, n, y);
+          for (const m of mats) pool.matmul(m.kernelType, m.w, m.rows, m.cols, x, n, y);
           const used = cpuUsage(before);
           best = Math.min(best, (used.user + used.system) / 1000);
         }

@@ -1,8 +1,8 @@
 /** Argument checks shared by the kernel wrappers. */
 
-import { ggmlTypeInfo } from "../../gguf/mod.ts";
 import { CpuKernelError } from "./errors.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
+import { kernelTypeName } from "./repacked.ts";
 
 export function checkDims(op: string, dims: Record<string, number>, allowZero = false): void {
   for (const [name, v] of Object.entries(dims)) {
@@ -28,12 +28,12 @@ export function matmulOperands(
   y: Operand,
 ): [Deno.PointerObject, Deno.PointerObject, Deno.PointerObject] {
   checkDims(op, { rows, cols, nTokens });
-  const info = ggmlTypeInfo(type);
+  const name = kernelTypeName(type);
   const rb = rowBytes(type, cols);
-  if (!info || rb < 0) {
+  if (name === null || rb < 0) {
     throw new CpuKernelError(
       "cpu_kernel_invalid",
-      `${op}: type ${info?.name ?? type} with ${cols} columns is not computable here`,
+      `${op}: type ${name ?? type} with ${cols} columns is not computable here`,
     );
   }
   return [

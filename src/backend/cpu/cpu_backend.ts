@@ -54,6 +54,7 @@ import {
 } from "./cpu_experts.ts";
 import { StepKeys } from "./step_template.ts";
 import { WeightArena } from "./weight_arena.ts";
+import { REPACK_ROWS } from "./repacked.ts";
 
 export interface CpuBackendOptions {
   /** Threads in the pool (0 = one per CPU). */
@@ -66,6 +67,13 @@ export interface CpuBackendOptions {
    * like llama.cpp's --no-mmap.
    */
   mmap?: boolean;
+  /**
+   * True (default): matrices of the types the kernels repack (repacked.ts) are repacked at
+   * load into the arena, whatever `mmap` says: products of a few rows (batched decode,
+   * speculative verification) then run at the prefill kernels' rate. False: every weight
+   * keeps its GGUF layout.
+   */
+  repack?: boolean;
 }
 
 export class CpuBackend implements Backend, BandwidthProbe {
@@ -75,6 +83,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
   readonly #owned = new Set<NativeBuffer>();
   readonly #weights: WeightArena;
   readonly #mmap: boolean;
+  readonly #repack: boolean;
   /** Where argmaxRows's picks land (grown on demand). */
   #picks: NativeBuffer | null = null;
   /** Whether the pages under weights read in place have been looked at (common/huge_pages.ts). */
@@ -86,6 +95,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
     this.pool = this.kernels.createPool(options.threads);
     this.#weights = new WeightArena(this.kernels);
     this.#mmap = options.mmap ?? true;
+    this.#repack = options.repack ?? true;
     this.pool.pagePrefetch = this.#mmap;
   }
 
@@ -98,6 +108,15 @@ export class CpuBackend implements Backend, BandwidthProbe {
         `${source.name}: ${source.bytes.byteLength} bytes for ${source.rows}x${source.cols} ` +
           `of ${source.type.name} (${bytes} needed)`,
       );
+    }
+    const repacked = this.#repack && source.rows % REPACK_ROWS === 0
+      ? this.kernels.repackedType(source.type.id)
+      : null;
+    if (repacked !== null) {
+      const { name, type, rows, cols } = source;
+      const pointer = this.#weights.reserve(rows * this.kernels.rowBytes(repacked, cols));
+      this.pool.repack(type.id, source.pointer, rows, cols, pointer);
+      return new CpuWeight(name, type, rows, cols, pointer, repacked);
     }
     const inPlace = this.#mmap && !source.transient;
     if (inPlace && !this.#pagesKnown) {
@@ -184,7 +203,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
 
   embed(out: Activation, table: Weight, ids: Int32Array): void {
     const t = weight(table);
-    this.pool.queue.getRows(t.type.id, t.pointer, t.rows, t.cols, ids, act(out).pointer);
+    this.pool.queue.getRows(t.kernelType, t.pointer, t.rows, t.cols, ids, act(out).pointer);
   }
 
   rmsNorm(out: Activation, x: Activation, w: Weight, dim: number, eps: number): void {
@@ -196,7 +215,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
   matmul(out: Activation, w: Weight, x: Activation): void {
     const W = weight(w);
     this.pool.queue.matmul(
-      W.type.id,
+      W.kernelType,
       W.pointer,
       W.rows,
       W.cols,
@@ -221,7 +240,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
     for (let i = 0; i < ws.length; i += MATMUL_MANY_MAX) {
       const mats = ws.slice(i, i + MATMUL_MANY_MAX).map((w, j) => {
         const W = weight(w);
-        return { type: W.type.id, w: W.pointer, rows: W.rows, y: act(outs[i + j]).pointer };
+        return { type: W.kernelType, w: W.pointer, rows: W.rows, y: act(outs[i + j]).pointer };
       });
       this.pool.queue.matmulMany(mats, cols, a.pointer, a.rows);
     }

@@ -15,6 +15,9 @@ export class CpuWeight implements Weight {
     readonly rows: number,
     readonly cols: number,
     readonly pointer: Deno.PointerObject,
+    /** The type the kernels read it as: the GGUF type, or the one it was repacked into
+     * (repacked.ts). */
+    readonly kernelType: number = type.id,
   ) {}
 }
 

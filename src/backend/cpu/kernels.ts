@@ -6,12 +6,12 @@
  * list records ops to run many in one call (op_list.ts says why).
  */
 
-import { ggmlTypeInfo } from "../../gguf/mod.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
 import { type CpuSymbols, openCpuLibrary } from "./library.ts";
 import { NativeBuffer, type Operand, operandPointer } from "./native_buffer.ts";
 import { checkDims } from "./checks.ts";
 import { ISA_LEVELS, type IsaLevel, Pool } from "./pool.ts";
+import { kernelTypeName } from "./repacked.ts";
 
 export { NativeBuffer, type Operand } from "./native_buffer.ts";
 export { ISA_LEVELS, type IsaLevel, MATMUL_MANY_MAX, Pool } from "./pool.ts";
@@ -101,15 +101,22 @@ export class CpuKernels {
 
   /** Bytes of one row of `cols` values of a ggml type. */
   rowBytes(type: number, cols: number): number {
-    const info = ggmlTypeInfo(type);
+    const name = kernelTypeName(type);
     const n = Number(this.#sym.nk_row_bytes(type, BigInt(cols)));
-    if (!info || n < 0) {
+    if (name === null || n < 0) {
       throw new CpuKernelError(
         "cpu_kernel_invalid",
-        `type ${info?.name ?? type} with ${cols} columns is not computable here`,
+        `type ${name ?? type} with ${cols} columns is not computable here`,
       );
     }
     return n;
+  }
+
+  /** The repacked type (repacked.ts) worth repacking a ggml type into on this CPU, or
+   * null when none is. */
+  repackedType(type: number): number | null {
+    const r = this.#sym.nk_r16_type(type);
+    return r === 0 ? null : r;
   }
 
   /** Reference dequantization of whole rows into f32. */

@@ -22,6 +22,11 @@ export const CPU_SYMBOLS = {
   nk_alloc_huge: { parameters: ["u64"], result: "pointer" },
   nk_free: { parameters: ["pointer"], result: "void" },
   nk_row_bytes: { parameters: ["i32", "i64"], result: "i64" },
+  nk_r16_type: { parameters: ["i32"], result: "i32" },
+  nk_repack: {
+    parameters: ["pointer", "i32", "pointer", "i64", "i64", "pointer"],
+    result: "i32",
+  },
   nk_matmul: {
     parameters: ["pointer", "i32", "pointer", "i64", "i64", "pointer", "i64", "pointer"],
     result: "i32",

@@ -91,6 +91,30 @@ export class Pool {
     this.#now((q) => q.matmul(...a));
   }
 
+  /** Writes the rows x cols matrix `src` of ggml `type` to `dst` in the layout of
+   * `kernels.repackedType(type)` (repacked.ts), which then goes to the matrix ops under
+   * that type. */
+  repack(type: number, src: Operand, rows: number, cols: number, dst: Operand): void {
+    checkDims("repack", { rows, cols });
+    const repacked = this.#sym.nk_r16_type(type);
+    if (repacked === 0) {
+      throw new CpuKernelError("cpu_kernel_invalid", `repack: type ${type} is not repacked here`);
+    }
+    const bytes = rows * this.#queue.rowBytes(type, cols);
+    this.#queue.flush();
+    checkStatus(
+      "repack",
+      this.#sym.nk_repack(
+        this.#p,
+        type,
+        operandPointer("repack", "src", src, bytes),
+        BigInt(rows),
+        BigInt(cols),
+        operandPointer("repack", "dst", dst, rows * this.#queue.rowBytes(repacked, cols)),
+      ),
+    );
+  }
+
   /** The reference of `matmul`: rows dequantized and dotted in double. */
   matmulRef(
     type: number,

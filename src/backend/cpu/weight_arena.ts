@@ -34,23 +34,33 @@ export class WeightArena {
 
   /** Copies `bytes` into the arena and returns the address of the copy. */
   place(bytes: Uint8Array): Deno.PointerObject {
-    const n = Math.max(bytes.byteLength, 1);
+    const { buffer, offset } = this.#take(bytes.byteLength);
+    buffer.u8().set(bytes, offset);
+    return Deno.UnsafePointer.offset(buffer.pointer, offset)!;
+  }
+
+  /** `n` bytes of the arena for the caller to fill (a repacked tensor). */
+  reserve(n: number): Deno.PointerObject {
+    const { buffer, offset } = this.#take(n);
+    return Deno.UnsafePointer.offset(buffer.pointer, offset)!;
+  }
+
+  #take(bytes: number): { buffer: NativeBuffer; offset: number } {
+    const n = Math.max(bytes, 1);
     if (n > CHUNK_BYTES) {
       const own = this.kernels.allocHuge(n);
       this.#chunks.push(own);
-      own.u8().set(bytes);
-      return own.pointer;
+      return { buffer: own, offset: 0 };
     }
     const offset = Math.ceil(this.#used / ALIGN) * ALIGN;
     if (this.#current === null || offset + n > this.#current.byteLength) {
       this.#current = this.kernels.allocHuge(CHUNK_BYTES);
       this.#chunks.push(this.#current);
-      this.#used = 0;
-      return this.place(bytes);
+      this.#used = n;
+      return { buffer: this.#current, offset: 0 };
     }
-    this.#current.u8().set(bytes, offset);
     this.#used = offset + n;
-    return Deno.UnsafePointer.offset(this.#current.pointer, offset)!;
+    return { buffer: this.#current, offset };
   }
 
   /** Frees every chunk; addresses handed out become invalid. */

@@ -1,0 +1,166 @@
+/*
+ * AVX-512 products with repacked weights (repack.c): a vector holds sixteen rows, so a
+ * 4-byte broadcast of a token's activations times one 64-byte load of weights is one
+ * VPDPBUSD for sixteen rows, and the int32 sums are scaled into f32 once per block (Q8_0)
+ * or sub-block (Q4_K) per token. A tile is one group of sixteen rows by as many tokens as
+ * the registers hold sums for; more tokens go in tiles over the same group, which the first
+ * tile brought into cache. No row needs a horizontal sum: a tile's sixteen results per token
+ * are one store. Tiles of several groups (more independent sums for one token) were
+ * measured slower on the 2-core Zen 4 VM, Q4_K at one token 1.6x: each group is its own
+ * stream through memory, and several at once left the prefetches too little time ahead.
+ */
+#include "isa_common.h"
+#include "kern_avx512.h"
+
+/* The broadcast of activations q[at..at+3]. */
+static inline __m512i act4(const int8_t *q) {
+  int32_t v;
+  memcpy(&v, q, 4);
+  return _mm512_set1_epi32(v);
+}
+
+/* The sixteen results of group g for token t. */
+static inline void store16(const nk_mm *mm, int64_t g, int64_t t, __m512 v) {
+  _mm512_storeu_ps(mm->y + t * mm->rows + g * 16, v);
+}
+
+/* Q8_0: per block, d_w * (d_x * sum((q + 128) x) - 128 s_x), as q8_0_row. */
+static inline __attribute__((always_inline)) void q8_0_tile(const nk_mm *mm, int64_t g,
+                                                            int64_t t0, const int nt) {
+  const int64_t kp = mm->kp, nb = mm->cols / 32;
+  const uint8_t *grp = mm->w + g * 16 * mm->row_bytes;
+  /* Two sums per token when few: a block's eight multiply-adds are otherwise one chain. */
+  const int ns = nt <= 4 ? 2 : 1;
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
+  const int prefetch = t0 == 0;
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = grp + b * 544;
+    if (prefetch) nk_prefetch_ahead(mm, blk, 544);
+    __m512i ip[16][2];
+#pragma GCC unroll 16
+    for (int j = 0; j < nt; j++) ip[j][0] = ip[j][1] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+      const __m512i w = _mm512_loadu_si512(blk + 32 + 64 * k);
+#pragma GCC unroll 16
+      for (int j = 0; j < nt; j++) {
+        const int s = ns == 2 ? k & 1 : 0;
+        ip[j][s] = _mm512_dpbusd_epi32(ip[j][s], w, act4(mm->act.q + (t0 + j) * kp + 32 * b + 4 * k));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+    const __m512 dw128 = _mm512_mul_ps(dw, _mm512_set1_ps(128.0f));
+#pragma GCC unroll 16
+    for (int j = 0; j < nt; j++) {
+      const int64_t at = (t0 + j) * (kp / 32) + b;
+      const __m512i sum = ns == 2 ? _mm512_add_epi32(ip[j][0], ip[j][1]) : ip[j][0];
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(mm->act.d32[at])), acc[j]);
+      acc[j] = _mm512_fnmadd_ps(dw128, _mm512_set1_ps(mm->act.s32[at]), acc[j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < nt; j++) store16(mm, g, t0 + j, acc[j]);
+}
+
+/* The sixteen rows' scales (or mins) of one sub-block, times d (or dmin). */
+static inline __m512 k4_scales16(const uint8_t *p, __m512 d) {
+  return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p))));
+}
+
+/* Q4_K: per sub-block s, d sc_s * d_x * sum(q x) - dmin m_s * s_x, as q4_k_row. */
+static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int64_t g,
+                                                            int64_t t0, const int nt) {
+  const int64_t kp = mm->kp, nsb = mm->cols / 256;
+  const uint8_t *grp = mm->w + g * 16 * mm->row_bytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
+  const int prefetch = t0 == 0;
+  for (int64_t i = 0; i < nsb; i++) {
+    const uint8_t *blk = grp + i * 2368;
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
+    /* Runs q: sub-blocks 2q (low nibbles) and 2q + 1 (high). */
+    for (int q = 0; q < 4; q++) {
+      /* A quarter of the super-block per run: bursts of prefetches stall the loads. */
+      if (prefetch) nk_prefetch_ahead(mm, blk + 592 * q, 592);
+      __m512i lo[8], hi[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < nt; j++) lo[j] = hi[j] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; k++) {
+        const __m512i v = _mm512_loadu_si512(blk + 320 + 512 * q + 64 * k);
+        const __m512i wl = _mm512_and_si512(v, low4);
+        const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+#pragma GCC unroll 8
+        for (int j = 0; j < nt; j++) {
+          const int8_t *xq = mm->act.q + (t0 + j) * kp + 256 * i + 64 * q + 4 * k;
+          lo[j] = _mm512_dpbusd_epi32(lo[j], wl, act4(xq));
+          hi[j] = _mm512_dpbusd_epi32(hi[j], wh, act4(xq + 32));
+        }
+      }
+      const __m512 sc0 = k4_scales16(blk + 64 + 32 * q, d), sc1 = k4_scales16(blk + 80 + 32 * q, d);
+      const __m512 m0 = k4_scales16(blk + 192 + 32 * q, dmin);
+      const __m512 m1 = k4_scales16(blk + 208 + 32 * q, dmin);
+#pragma GCC unroll 8
+      for (int j = 0; j < nt; j++) {
+        const int64_t at = (t0 + j) * (kp / 32) + 8 * i + 2 * q;
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo[j]),
+                                 _mm512_mul_ps(sc0, _mm512_set1_ps(mm->act.d32[at])), acc[j]);
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi[j]),
+                                 _mm512_mul_ps(sc1, _mm512_set1_ps(mm->act.d32[at + 1])), acc[j]);
+        acc[j] = _mm512_fnmadd_ps(m0, _mm512_set1_ps(mm->act.s32[at]), acc[j]);
+        acc[j] = _mm512_fnmadd_ps(m1, _mm512_set1_ps(mm->act.s32[at + 1]), acc[j]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < nt; j++) store16(mm, g, t0 + j, acc[j]);
+}
+
+#define CASE(tile, t) \
+  case t: tile(mm, g, t0, t); break;
+
+/* Q8_0 keeps one register of sums per token (two below five), up to sixteen tokens: past
+ * twelve the compiler keeps some f32 sums in memory, and one pass over the weights for a
+ * sixteen-token batch still beats two (370 against 440-500 us for a 3072 x 1024 product
+ * on one thread). */
+static void q8_0_tiles(const nk_mm *mm, int64_t g, int64_t t0, int nt) {
+  switch (nt) {
+    CASE(q8_0_tile, 1) CASE(q8_0_tile, 2) CASE(q8_0_tile, 3) CASE(q8_0_tile, 4)
+    CASE(q8_0_tile, 5) CASE(q8_0_tile, 6) CASE(q8_0_tile, 7) CASE(q8_0_tile, 8)
+    CASE(q8_0_tile, 9) CASE(q8_0_tile, 10) CASE(q8_0_tile, 11) CASE(q8_0_tile, 12)
+    CASE(q8_0_tile, 13) CASE(q8_0_tile, 14) CASE(q8_0_tile, 15) CASE(q8_0_tile, 16)
+    default: break;
+  }
+}
+
+/* Q4_K keeps two (both nibbles' sums), up to eight tokens: sixteen measured no faster. */
+static void q4_k_tiles(const nk_mm *mm, int64_t g, int64_t t0, int nt) {
+  switch (nt) {
+    CASE(q4_k_tile, 1) CASE(q4_k_tile, 2) CASE(q4_k_tile, 3) CASE(q4_k_tile, 4)
+    CASE(q4_k_tile, 5) CASE(q4_k_tile, 6) CASE(q4_k_tile, 7) CASE(q4_k_tile, 8)
+    default: break;
+  }
+}
+
+void nk_r16_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1) {
+  const int64_t n = mm->n_tokens;
+  const int q8 = mm->type == NK_Q8_0_R16;
+  /* Tiles of even size: 17 tokens go as 9 + 8, not 16 + 1. */
+  const int64_t most = q8 ? 16 : 8, tiles = (n + most - 1) / most, per = (n + tiles - 1) / tiles;
+  for (int64_t g = r0 / 16; g < r1 / 16; g++) {
+    for (int64_t t0 = 0; t0 < n; t0 += per) {
+      const int nt = (int)(n - t0 < per ? n - t0 : per);
+      if (q8) {
+        q8_0_tiles(mm, g, t0, nt);
+      } else {
+        q4_k_tiles(mm, g, t0, nt);
+      }
+    }
+  }
+}

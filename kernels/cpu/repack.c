@@ -1,0 +1,199 @@
+/*
+ * Weights repacked at load for products of a few rows (batched decode, speculative
+ * verification): sixteen rows interleaved four bytes at a time, so that one 64-byte load
+ * holds four consecutive columns of sixteen rows and a 4-byte broadcast of one token's
+ * activations feeds VPDPBUSD for all sixteen (the panel layout of kern_avx512.c, built once
+ * instead of on every call). The bytes stay quantized: a repacked matrix is the size of
+ * the GGUF tensor it comes from (Q4_K: 2.8% more), so a one-token step streams no more.
+ *
+ * Layouts, per group of sixteen rows (rows % 16 == 0), groups one after another:
+ * - Q8_0_R16, per block of 32 columns (544 bytes): the sixteen rows' f16 scales, then eight
+ *   units of 64 bytes, unit k holding columns 4k..4k+3 of rows 0..15 as q + 128 (u8).
+ * - Q4_K_R16, per super-block of 256 columns (2368 bytes): sixteen f16 d, sixteen f16 dmin,
+ *   the 6-bit scales as bytes [sub-block][row], the mins likewise, then for each of the four
+ *   32-byte runs j eight units of 64 bytes: unit k holds bytes 4k..4k+3 of run j of rows
+ *   0..15 (low nibbles: sub-block 2j, high nibbles: 2j + 1, as in the GGUF block).
+ *
+ * Q6_K is not repacked: decoding its six-bit values for sixteen rows costs more than the
+ * row kernel's, and a repacked Q6_K product measured 1.4-2x slower at one to five tokens
+ * and only 12% faster at sixteen. */
+#include "dequant_ref.h"
+
+int32_t nk_r16_base(int32_t type) {
+  switch (type) {
+    case NK_Q8_0_R16: return NK_Q8_0;
+    case NK_Q4_K_R16: return NK_Q4_K;
+    default: return -1;
+  }
+}
+
+int32_t nk_r16_type(int32_t type) {
+  if (nk_best_isa() < NK_ISA_AVX512) return 0;
+  switch (type) {
+    case NK_Q8_0: return NK_Q8_0_R16;
+    case NK_Q4_K: return NK_Q4_K_R16;
+    default: return 0;
+  }
+}
+
+/* Group g of a Q8_0 matrix with `nb` blocks per row. */
+static void repack_q8_0(const uint8_t *src, int64_t row_bytes, int64_t nb, uint8_t *dst) {
+  for (int64_t b = 0; b < nb; b++) {
+    uint8_t *out = dst + b * 544;
+    for (int r = 0; r < 16; r++) {
+      const uint8_t *blk = src + r * row_bytes + b * 34;
+      memcpy(out + 2 * r, blk, 2);
+      for (int c = 0; c < 32; c++) out[32 + (c / 4) * 64 + 4 * r + c % 4] = blk[2 + c] ^ 0x80;
+    }
+  }
+}
+
+static void repack_q4_k(const uint8_t *src, int64_t row_bytes, int64_t nb, uint8_t *dst) {
+  for (int64_t b = 0; b < nb; b++) {
+    uint8_t *out = dst + b * 2368;
+    for (int r = 0; r < 16; r++) {
+      const uint8_t *blk = src + r * row_bytes + b * 144;
+      memcpy(out + 2 * r, blk, 2);
+      memcpy(out + 32 + 2 * r, blk + 2, 2);
+      for (int s = 0; s < 8; s++) nk_k4_scale_min(s, blk + 4, &out[64 + 16 * s + r], &out[192 + 16 * s + r]);
+      for (int j = 0; j < 4; j++) {
+        for (int l = 0; l < 32; l++) out[320 + j * 512 + (l / 4) * 64 + 4 * r + l % 4] = blk[16 + 32 * j + l];
+      }
+    }
+  }
+}
+
+typedef struct {
+  nk_pool *pool;
+  int32_t type;
+  const uint8_t *src;
+  uint8_t *dst;
+  int64_t groups, row_bytes, nb;
+} repack_args;
+
+static void repack_task(void *arg, int32_t ith, int32_t nth) {
+  (void)ith;
+  (void)nth;
+  const repack_args *a = arg;
+  for (int64_t g = nk_pool_next(a->pool); g < a->groups; g = nk_pool_next(a->pool)) {
+    const uint8_t *src = a->src + g * 16 * a->row_bytes;
+    uint8_t *dst = a->dst + g * 16 * nk_row_bytes(nk_r16_type(a->type), a->nb * nk_type_traits(a->type)->block_size);
+    if (a->type == NK_Q8_0) {
+      repack_q8_0(src, a->row_bytes, a->nb, dst);
+    } else {
+      repack_q4_k(src, a->row_bytes, a->nb, dst);
+    }
+  }
+}
+
+int32_t nk_repack(nk_pool *pool, int32_t type, const void *src, int64_t rows, int64_t cols,
+                  void *dst) {
+  const int64_t rb = nk_row_bytes(type, cols);
+  if (!pool || !src || !dst || rb < 0 || rows <= 0 || rows % 16 != 0) return NK_EINVAL;
+  if (!nk_r16_type(type)) return NK_EUNSUPPORTED;
+  repack_args a = {.pool = pool,
+                   .type = type,
+                   .src = src,
+                   .dst = dst,
+                   .groups = rows / 16,
+                   .row_bytes = rb,
+                   .nb = cols / nk_type_traits(type)->block_size};
+  nk_pool_run(pool, repack_task, &a);
+  return NK_OK;
+}
+
+/* Row r of a repacked Q8_0 matrix (dequantized as ggml's dequantize_row_q8_0). */
+static void r16_row_q8_0(const uint8_t *group, int r, int64_t nb, float *y) {
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = group + b * 544;
+    uint16_t h;
+    memcpy(&h, blk + 2 * r, 2);
+    const float d = nk_f16_to_f32_1(h);
+    for (int c = 0; c < 32; c++) {
+      y[32 * b + c] = (float)(int8_t)(blk[32 + (c / 4) * 64 + 4 * r + c % 4] ^ 0x80) * d;
+    }
+  }
+}
+
+/* As ggml's dequantize_row_q4_K. */
+static void r16_row_q4_k(const uint8_t *group, int r, int64_t nb, float *y) {
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *blk = group + b * 2368;
+    uint16_t hd, hm;
+    memcpy(&hd, blk + 2 * r, 2);
+    memcpy(&hm, blk + 32 + 2 * r, 2);
+    const float d = nk_f16_to_f32_1(hd), dmin = nk_f16_to_f32_1(hm);
+    for (int j = 0; j < 4; j++) {
+      const float d1 = d * blk[64 + 16 * (2 * j) + r], m1 = dmin * blk[192 + 16 * (2 * j) + r];
+      const float d2 = d * blk[64 + 16 * (2 * j + 1) + r], m2 = dmin * blk[192 + 16 * (2 * j + 1) + r];
+      for (int l = 0; l < 32; l++) {
+        const uint8_t q = blk[320 + j * 512 + (l / 4) * 64 + 4 * r + l % 4];
+        y[256 * b + 64 * j + l] = d1 * (float)(q & 0xF) - m1;
+        y[256 * b + 64 * j + 32 + l] = d2 * (float)(q >> 4) - m2;
+      }
+    }
+  }
+}
+
+void nk_r16_dequantize_row(int32_t type, const uint8_t *w, int64_t r, int64_t cols, float *dst) {
+  const int32_t base = nk_r16_base(type);
+  const int64_t nb = cols / nk_type_traits(base)->block_size;
+  const uint8_t *group = w + (r / 16) * 16 * nk_row_bytes(type, cols);
+  if (base == NK_Q8_0) {
+    r16_row_q8_0(group, (int)(r % 16), nb, dst);
+  } else {
+    r16_row_q4_k(group, (int)(r % 16), nb, dst);
+  }
+}
+
+void nk_dequantize_table_row(int32_t type, const uint8_t *w, int64_t r, int64_t row_bytes,
+                             int64_t cols, float *dst) {
+  if (nk_type_traits(type)->r16) {
+    nk_r16_dequantize_row(type, w, r, cols, dst);
+  } else {
+    nk_dequantize_row(type, w + r * row_bytes, cols, dst);
+  }
+}
+
+/* The repacked products in plain C, for dispatch levels without a kernel for them (a pool
+ * forced below AVX-512 by the checker): each block's integer dot product scaled as the
+ * vector kernels scale it. */
+void nk_r16_rows_portable(const nk_mm *mm, int64_t r0, int64_t r1) {
+  const int32_t base = nk_r16_base(mm->type);
+  const int64_t kp = mm->kp, nb = mm->cols / nk_type_traits(base)->block_size;
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t *group = mm->w + (r / 16) * 16 * mm->row_bytes;
+    const int i = (int)(r % 16);
+    for (int64_t t = 0; t < mm->n_tokens; t++) {
+      const int8_t *xq = mm->act.q + t * kp;
+      const float *d32 = mm->act.d32 + t * (kp / 32), *s32 = mm->act.s32 + t * (kp / 32);
+      float sum = 0.0f;
+      for (int64_t b = 0; b < nb; b++) {
+        if (base == NK_Q8_0) {
+          const uint8_t *blk = group + b * 544;
+          uint16_t h;
+          memcpy(&h, blk + 2 * i, 2);
+          int32_t dot = 0;
+          for (int c = 0; c < 32; c++) dot += (int32_t)(int8_t)(blk[32 + (c / 4) * 64 + 4 * i + c % 4] ^ 0x80) * xq[32 * b + c];
+          sum += nk_f16_to_f32_1(h) * d32[b] * (float)dot;
+          continue;
+        }
+        const uint8_t *blk = group + b * 2368;
+        uint16_t hd, hm;
+        memcpy(&hd, blk + 2 * i, 2);
+        memcpy(&hm, blk + 32 + 2 * i, 2);
+        const float d = nk_f16_to_f32_1(hd), dmin = nk_f16_to_f32_1(hm);
+        for (int s = 0; s < 8; s++) {
+          int32_t dot = 0;
+          for (int l = 0; l < 32; l++) {
+            const uint8_t q = blk[320 + (s / 2) * 512 + (l / 4) * 64 + 4 * i + l % 4];
+            dot += (s % 2 ? q >> 4 : q & 0xF) * xq[256 * b + 32 * s + l];
+          }
+          sum += d * blk[64 + 16 * s + i] * d32[8 * b + s] * (float)dot -
+                 dmin * blk[192 + 16 * s + i] * s32[8 * b + s];
+        }
+      }
+      mm->y[t * mm->rows + r] = sum;
+    }
+  }
+}

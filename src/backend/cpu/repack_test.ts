@@ -1,0 +1,152 @@
+/**
+ * Checker for repacked weights (kernels/cpu/repack.c, kern_avx512_r16.c): a matrix repacked
+ * computes what the same matrix unpacked does, at every token count from one decode to
+ * prefill tiles with remainders, every dispatch level (levels without the AVX-512 kernel run
+ * the plain C one) and 1 and 2 threads; its rows dequantize bit for bit as the GGUF rows
+ * (embedding lookups of tied output matrices read them), and a repacked matrix shares one
+ * matmulMany call with unpacked ones on the panel path.
+ */
+
+import { assert, assertEquals, assertThrows } from "../../../tests/support/assert.ts";
+import { ggmlTypeByName, type GgmlTypeInfo, randomBlocks, Rng } from "../../gguf/mod.ts";
+import { randomF32, relError, testKernels } from "../../../tests/support/cpu_kernels.ts";
+import type { Pool } from "./pool.ts";
+import { REPACKED_TYPES } from "./repacked.ts";
+
+const TOKEN_COUNTS = [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 70];
+const MAX_TOKENS = 70;
+/** As the unpacked kernels against the reference (matmul_test.ts says why). */
+const TOLERANCE = 0.05;
+/** Against the unpacked kernels, which quantize the activations alike: summation order. */
+const SAME_TOLERANCE = 2e-4;
+
+const k = await testKernels();
+const canRepack = k.repackedType(ggmlTypeByName("Q8_0")!.id) !== null;
+
+function repacked(pool: Pool, info: GgmlTypeInfo, w: Uint8Array, rows: number, cols: number) {
+  const type = k.repackedType(info.id)!;
+  const out = new Uint8Array(rows * k.rowBytes(type, cols));
+  pool.repack(info.id, w, rows, cols, out);
+  return { type, w: out };
+}
+
+/** [rows, cols]: one group, groups that fill no tile of four evenly, a K-quant row of five
+ * super-blocks. */
+const SHAPES: Record<string, Array<[number, number]>> = {
+  Q8_0: [[16, 96], [80, 512], [48, 1280]],
+  Q4_K: [[16, 256], [80, 512], [48, 1280]],
+};
+
+for (const name of Object.keys(SHAPES)) {
+  Deno.test({
+    name: `repacked ${name}: every token count, level and thread count matches the matrix unpacked`,
+    ignore: !canRepack,
+    fn() {
+      const info = ggmlTypeByName(name)!;
+      const rng = new Rng(info.id * 31 + 5);
+      const pools = [k.createPool(1), k.createPool(2)];
+      try {
+        for (const [rows, cols] of SHAPES[name]) {
+          const w = randomBlocks(info, (rows * cols) / info.blockSize, rng);
+          const r = repacked(pools[1], info, w, rows, cols);
+          const plainRows = new Float32Array(rows * cols),
+            packedRows = new Float32Array(rows * cols);
+          k.dequantizeRows(info.id, w, rows, cols, plainRows);
+          k.dequantizeRows(r.type, r.w, rows, cols, packedRows);
+          assertEquals(
+            packedRows,
+            plainRows,
+            `${name} ${rows}x${cols}: rows dequantize differently`,
+          );
+
+          const x = randomF32(rng, MAX_TOKENS * cols);
+          const ref = new Float32Array(MAX_TOKENS * rows);
+          pools[1].matmulRef(r.type, r.w, rows, cols, x, MAX_TOKENS, ref);
+          for (const n of TOKEN_COUNTS) {
+            const want = ref.subarray(0, n * rows);
+            for (const isa of k.supportedIsas()) {
+              for (const pool of pools) {
+                pool.isa = isa;
+                const what = `${name} ${rows}x${cols} n=${n} ${isa} threads=${pool.threads}`;
+                const plain = new Float32Array(n * rows).fill(NaN);
+                pool.matmul(info.id, w, rows, cols, x, n, plain);
+                const y = new Float32Array(n * rows).fill(NaN);
+                pool.matmul(r.type, r.w, rows, cols, x, n, y);
+                assert(relError(y, want) <= TOLERANCE, `${what}: error ${relError(y, want)}`);
+                const e = relError(y, plain);
+                assert(e <= SAME_TOLERANCE, `${what}: differs from the unpacked matrix by ${e}`);
+              }
+            }
+          }
+        }
+      } finally {
+        for (const p of pools) p.destroy();
+      }
+    },
+  });
+}
+
+Deno.test({
+  name: "repacked: embedding lookups, mixed matmulMany calls and bad shapes",
+  ignore: !canRepack,
+  fn() {
+    const rng = new Rng(404);
+    const pool = k.createPool(2);
+    try {
+      const q8 = ggmlTypeByName("Q8_0")!, q5 = ggmlTypeByName("Q5_K")!;
+      const cols = 512, rows = 48;
+      const w8 = randomBlocks(q8, (rows * cols) / q8.blockSize, rng);
+      const r = repacked(pool, q8, w8, rows, cols);
+
+      const ids = Int32Array.of(0, 17, 47, 31);
+      const a = new Float32Array(ids.length * cols), b = new Float32Array(ids.length * cols);
+      pool.getRows(q8.id, w8, rows, cols, ids, a);
+      pool.getRows(r.type, r.w, rows, cols, ids, b);
+      assertEquals(b, a);
+
+      // Q5_K goes through panels at 16 tokens, the repacked Q8_0 by its rows, in one call.
+      const w5 = randomBlocks(q5, (rows * cols) / q5.blockSize, rng);
+      for (const n of [3, 16]) {
+        const x = randomF32(rng, n * cols);
+        // The same call unpacked: Q5_K shares per-32 activations with Q8_0 in both.
+        const want = [new Float32Array(n * rows), new Float32Array(n * rows)];
+        pool.matmulMany(
+          [{ type: q8.id, w: w8, rows, y: want[0] }, { type: q5.id, w: w5, rows, y: want[1] }],
+          cols,
+          x,
+          n,
+        );
+        const ys = [new Float32Array(n * rows).fill(NaN), new Float32Array(n * rows).fill(NaN)];
+        pool.matmulMany(
+          [{ type: r.type, w: r.w, rows, y: ys[0] }, { type: q5.id, w: w5, rows, y: ys[1] }],
+          cols,
+          x,
+          n,
+        );
+        assert(relError(ys[0], want[0]) <= SAME_TOLERANCE, `n=${n}: repacked Q8_0 in matmulMany`);
+        assert(relError(ys[1], want[1]) <= SAME_TOLERANCE, `n=${n}: Q5_K beside it`);
+      }
+
+      // Rows must come in whole groups of sixteen.
+      const odd = randomBlocks(q8, (40 * cols) / q8.blockSize, rng);
+      assertThrows(() => pool.repack(q8.id, odd, 40, cols, new Uint8Array(odd.length)));
+      const x = randomF32(rng, cols);
+      assertThrows(() => pool.matmul(r.type, r.w, 40, cols, x, 1, new Float32Array(40)));
+      assertThrows(() => pool.repack(q5.id, w5, rows, cols, new Uint8Array(w5.length)));
+    } finally {
+      pool.destroy();
+    }
+  },
+});
+
+/** Types the kernels repack are named in repacked.ts under the ids nk_r16_type gives. */
+Deno.test({
+  name: "repacked: the library's repacked type ids are the ones repacked.ts names",
+  ignore: !canRepack,
+  fn() {
+    const ids = [...REPACKED_TYPES.keys()].sort();
+    const fromLibrary = ["Q8_0", "Q4_K"].map((n) => k.repackedType(ggmlTypeByName(n)!.id)!).sort();
+    assertEquals(fromLibrary, ids);
+    for (const [id, { base }] of REPACKED_TYPES) assertEquals(k.repackedType(base), id);
+  },
+});
