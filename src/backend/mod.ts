@@ -17,6 +17,8 @@ export interface BackendOptions {
   threads: number;
   /** CPU: read weights in place from the mmapped file (default true; false copies them). */
   mmap?: boolean;
+  /** CPU: Q8_0 and Q4_K matrices repacked at load for few-row products (default true). */
+  repack?: boolean;
   /** CUDA libraries and device ([cuda] of neuron.toml); defaults search the usual places. */
   cuda?: CudaBackendOptions;
 }
@@ -30,7 +32,11 @@ export function createBackend(device: DeviceChoice, options: BackendOptions): Ba
     case "reference":
       return new ReferenceBackend();
     case "cpu":
-      return new CpuBackend({ threads: options.threads, mmap: options.mmap });
+      return new CpuBackend({
+        threads: options.threads,
+        mmap: options.mmap,
+        repack: options.repack,
+      });
     case "cuda":
       return createCudaBackend(options.cuda);
     case "auto":
@@ -39,7 +45,11 @@ export function createBackend(device: DeviceChoice, options: BackendOptions): Ba
       } catch (err) {
         if (!(err instanceof CudaUnavailableError)) throw err;
         log.info("device auto: using the CPU", { reason: err.message });
-        return new CpuBackend({ threads: options.threads, mmap: options.mmap });
+        return new CpuBackend({
+          threads: options.threads,
+          mmap: options.mmap,
+          repack: options.repack,
+        });
       }
   }
 }

@@ -25,7 +25,7 @@ const SHARED_PROMPT = 2048;
 export async function runServing(
   modelPath: string,
   device: DeviceChoice,
-  cpu: { threads: number; mmap: boolean },
+  cpu: { threads: number; mmap: boolean; repack: boolean },
   streams: number[],
   gen: number,
   constraint?: OutputConstraint,
@@ -35,6 +35,7 @@ export async function runServing(
     device,
     threads: cpu.threads,
     mmap: cpu.mmap,
+    repack: cpu.repack,
     contextLength: 0,
     maxSequences: Math.max(...streams),
     maxBatchTokens: 512,

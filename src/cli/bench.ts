@@ -18,7 +18,7 @@ import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
                     [-p 128,512] [-n 128] [-d 0,8192] [-r REPS] [-t THREADS]
-                    [--kv-type f16|q8_0|q4_0] [--device D] [--mmap 0|1]
+                    [--kv-type f16|q8_0|q4_0] [--device D] [--mmap 0|1] [--repack 0|1]
                     [--concurrency 1,4,16,32] [--constrained SCHEMA.json] [--json]
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
@@ -42,6 +42,8 @@ efficiency: the second over the first.
       --device D       auto | cpu | cuda (default auto)
       --mmap 0|1       CPU: 1 reads weights in place from the mmapped file (default),
                        0 copies them onto huge pages at load (llama.cpp's --no-mmap)
+      --repack 0|1     CPU: 1 repacks Q8_0 and Q4_K matrices at load for batched
+                       products (default), 0 keeps the GGUF layout
   -c, --concurrency L  also serve L concurrent streams each (32-token prompts, -n tokens)
       --constrained F  with -c: only the decode speeds, free and with every output under
                        the JSON schema in file F (structured output), side by side
@@ -148,6 +150,7 @@ export const benchCommand: Command = {
         threads: { type: "string", short: "t" },
         device: { type: "string" },
         mmap: { type: "string" },
+        repack: { type: "string" },
         concurrency: { type: "string", short: "c" },
         constrained: { type: "string" },
         json: { type: "boolean" },
@@ -176,11 +179,15 @@ export const benchCommand: Command = {
       throw new UsageError(`bench: --mmap takes 0 or 1, got "${values.mmap}"`);
     }
     const mmap = values.mmap !== "0";
+    if (values.repack !== undefined && !["0", "1"].includes(values.repack)) {
+      throw new UsageError(`bench: --repack takes 0 or 1, got "${values.repack}"`);
+    }
+    const repack = values.repack !== "0";
     const path = modelPath(values);
 
     const model = openModel(path);
     const file = model.file;
-    const backend = createBackend(device, { threads, mmap });
+    const backend = createBackend(device, { threads, mmap, repack });
     const maxTokens = Math.max(...depths) + Math.max(...prompts, ...gens) + 16;
     const bench = ModelBench.load(model, backend, maxTokens, kv);
     try {
@@ -243,6 +250,7 @@ export const benchCommand: Command = {
           backend: backend.kind,
           threads: nThreads,
           mmap,
+          repack,
           results: results.map((m) => ({
             test: m.test,
             depth: m.depth,
@@ -288,7 +296,7 @@ export const benchCommand: Command = {
       const serving = await runServing(
         path,
         device,
-        { threads, mmap },
+        { threads, mmap, repack },
         concurrency,
         gens[0],
         constraint,

@@ -19,6 +19,8 @@ export interface LocalRunnerOptions {
   threads: number;
   /** CPU: weights read in place from the mmapped file (default) or copied (false). */
   mmap?: boolean;
+  /** CPU: Q8_0 and Q4_K matrices repacked at load for few-row products (default true). */
+  repack?: boolean;
   /** Where the CUDA libraries are ([cuda] of neuron.toml). */
   cuda?: { libcuda?: string; libcublas?: string };
   /** The CUDA device (default 0). */
@@ -38,6 +40,7 @@ export class LocalRunner implements ModelRunner {
     const backend = createBackend(options.device, {
       threads: options.threads,
       mmap: options.mmap,
+      repack: options.repack,
       cuda: { ...options.cuda, device: options.cudaDevice ?? 0 },
     });
     try {

@@ -9,7 +9,7 @@
  * Additive fields, spoken only between our own processes:
  * - `load_shard`: `model_id`, `model_path`, `file_size` (the worker opens the same GGUF and
  *   checks its size), `device` (the leader's resolved backend kind, never `auto`, so every
- *   rank computes on the same kind), `threads`, `mmap` (weights in place or copied), `kv` (the KV block pool: `block_size`,
+ *   rank computes on the same kind), `threads`, `mmap` (weights in place or copied), `repack` (Q8_0/Q4_K repacked at load), `kv` (the KV block pool: `block_size`,
  *   `n_blocks`, `dtype`). Rank and world size come from the worker's command line.
  * - `generate_step`: `positions` (one per token; default `offset`, `offset`+1, ...) and
  *   `sequences` (`row_start`, `row_count`, `block_table`: the step's rows per sequence and
@@ -43,6 +43,7 @@ export const REQUEST_SCHEMAS = {
     device: z.enum(["cpu", "cuda", "reference"]),
     threads: count,
     mmap: z.boolean().optional(),
+    repack: z.boolean().optional(),
     kv: z.object({
       block_size: z.int().min(1),
       n_blocks: z.int().min(1),

@@ -41,6 +41,8 @@ export interface TpRunnerOptions {
   threads: number;
   /** CPU: unsliced weights read in place from the mmapped file (default) or copied (false). */
   mmap?: boolean;
+  /** CPU: Q8_0 and Q4_K matrices repacked at load for few-row products (default true). */
+  repack?: boolean;
   tensorParallel: number;
   /** The CUDA device of each rank (default 0..N-1). */
   devices?: number[];
@@ -100,7 +102,13 @@ export class TpRunner {
     const total = options.threads > 0 ? options.threads : navigator.hardwareConcurrency || 1;
     const threads = Math.max(1, Math.floor(total / size));
     const mmap = options.mmap ?? true;
-    const backend = createBackend(options.device, { threads, mmap, cuda: { device: devices[0] } });
+    const repack = options.repack ?? true;
+    const backend = createBackend(options.device, {
+      threads,
+      mmap,
+      repack,
+      cuda: { device: devices[0] },
+    });
     const undo: Array<() => void> = [() => backend.close()];
     const mlog = log.child({ model: file.path, tensor_parallel: size, device: backend.kind });
     try {
@@ -120,6 +128,7 @@ export class TpRunner {
         {
           threads,
           mmap,
+          repack,
         },
         kv,
         options.ropeScaling,
@@ -228,7 +237,7 @@ export class TpRunner {
     model: GgufModel,
     path: string,
     backend: Backend,
-    cpu: { threads: number; mmap: boolean },
+    cpu: { threads: number; mmap: boolean; repack: boolean },
     kv: KvPoolSpec,
     ropeScaling: RopeScalingConfig | undefined,
   ): ModelInstance {
@@ -241,6 +250,7 @@ export class TpRunner {
       device: backend.kind,
       threads: cpu.threads,
       mmap: cpu.mmap,
+      repack: cpu.repack,
       kv: { block_size: kv.blockSize, n_blocks: kv.nBlocks, dtype: kv.dtype },
       ...(ropeScaling && {
         rope_scaling: {

@@ -176,6 +176,7 @@ export class TpWorker {
       backend = createBackend(req.device, {
         threads: req.threads,
         mmap: req.mmap,
+        repack: req.repack,
         cuda: { device: cudaDevice },
       });
       const wants = backend.kind === "cuda" ? "nccl" : "cpu";

@@ -12,6 +12,8 @@ import { ggmlTypeByName, type GgmlTypeInfo, randomBlocks, Rng } from "../../gguf
 import { randomF32, relError, testKernels } from "../../../tests/support/cpu_kernels.ts";
 import type { Pool } from "./pool.ts";
 import { REPACKED_TYPES } from "./repacked.ts";
+import { CpuBackend } from "./cpu_backend.ts";
+import { weight } from "./handles.ts";
 
 const TOKEN_COUNTS = [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 70];
 const MAX_TOKENS = 70;
@@ -148,5 +150,43 @@ Deno.test({
     const fromLibrary = ["Q8_0", "Q4_K"].map((n) => k.repackedType(ggmlTypeByName(n)!.id)!).sort();
     assertEquals(fromLibrary, ids);
     for (const [id, { base }] of REPACKED_TYPES) assertEquals(k.repackedType(base), id);
+  },
+});
+
+Deno.test({
+  name: "repacked: the CPU backend repacks Q8_0 and Q4_K at load unless told not to",
+  ignore: !canRepack,
+  fn() {
+    const rng = new Rng(9);
+    const cases = [
+      { type: "Q8_0", rows: 32, repacked: true },
+      { type: "Q4_K", rows: 32, repacked: true },
+      // Not a whole number of groups of sixteen, and a type the kernels do not repack.
+      { type: "Q8_0", rows: 24, repacked: false },
+      { type: "Q6_K", rows: 32, repacked: false },
+    ];
+    for (const repack of [true, false]) {
+      const backend = new CpuBackend({ threads: 1, repack });
+      try {
+        for (const c of cases) {
+          const info = ggmlTypeByName(c.type)!;
+          const cols = 256;
+          const bytes = randomBlocks(info, (c.rows * cols) / info.blockSize, rng);
+          const w = weight(backend.loadWeight({
+            name: "w",
+            type: info,
+            rows: c.rows,
+            cols,
+            bytes,
+            pointer: Deno.UnsafePointer.of(bytes)!,
+            transient: true,
+          }));
+          const want = repack && c.repacked ? k.repackedType(info.id) : info.id;
+          assertEquals(w.kernelType, want, `${c.type} x ${c.rows}, repack ${repack}`);
+        }
+      } finally {
+        backend.close();
+      }
+    }
   },
 });

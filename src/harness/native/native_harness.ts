@@ -209,6 +209,7 @@ export class NativeHarness implements Harness {
         device: this.#config.device,
         threads: this.#config.threads ?? 0,
         mmap: this.#config.mmap,
+        repack: this.#config.repack,
         contextLength: this.#config.context_length ?? 0,
         maxSequences: this.#config.admission.max_in_flight,
         maxBatchTokens: MAX_BATCH_TOKENS,
