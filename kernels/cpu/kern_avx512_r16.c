@@ -36,18 +36,19 @@ static inline __attribute__((always_inline)) void q8_0_tile(const nk_mm *mm, int
   for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
   const int prefetch = t0 == 0;
   for (int64_t b = 0; b < nb; b++) {
-    const uint8_t *blk = grp + b * 544;
-    if (prefetch) nk_prefetch_ahead(mm, blk, 544);
+    const uint8_t *blk = grp + b * NK_R16_Q8_0_BLOCK;
+    if (prefetch) nk_prefetch_ahead(mm, blk, NK_R16_Q8_0_BLOCK);
     __m512i ip[16][2];
 #pragma GCC unroll 16
     for (int j = 0; j < nt; j++) ip[j][0] = ip[j][1] = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++) {
-      const __m512i w = _mm512_loadu_si512(blk + 32 + 64 * k);
+      const __m512i w = _mm512_loadu_si512(blk + NK_R16_Q8_0_QS + 64 * k);
 #pragma GCC unroll 16
       for (int j = 0; j < nt; j++) {
         const int s = ns == 2 ? k & 1 : 0;
-        ip[j][s] = _mm512_dpbusd_epi32(ip[j][s], w, act4(mm->act.q + (t0 + j) * kp + 32 * b + 4 * k));
+        const int8_t *xq = mm->act.q + (t0 + j) * kp + 32 * b + 4 * k;
+        ip[j][s] = _mm512_dpbusd_epi32(ip[j][s], w, act4(xq));
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
@@ -67,7 +68,8 @@ static inline __attribute__((always_inline)) void q8_0_tile(const nk_mm *mm, int
 
 /* The sixteen rows' scales (or mins) of one sub-block, times d (or dmin). */
 static inline __m512 k4_scales16(const uint8_t *p, __m512 d) {
-  return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p))));
+  const __m128i bytes = _mm_loadu_si128((const __m128i *)p);
+  return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
 }
 
 /* Q4_K: per sub-block s, d sc_s * d_x * sum(q x) - dmin m_s * s_x, as q4_k_row. */
@@ -81,19 +83,20 @@ static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int
   for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
   const int prefetch = t0 == 0;
   for (int64_t i = 0; i < nsb; i++) {
-    const uint8_t *blk = grp + i * 2368;
+    const uint8_t *blk = grp + i * NK_R16_Q4_K_BLOCK;
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
-    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + 32)));
+    const __m512 dmin =
+        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + NK_R16_Q4_K_DMIN)));
     /* Runs q: sub-blocks 2q (low nibbles) and 2q + 1 (high). */
     for (int q = 0; q < 4; q++) {
       /* A quarter of the super-block per run: bursts of prefetches stall the loads. */
-      if (prefetch) nk_prefetch_ahead(mm, blk + 592 * q, 592);
+      if (prefetch) nk_prefetch_ahead(mm, blk + NK_R16_Q4_K_BLOCK / 4 * q, NK_R16_Q4_K_BLOCK / 4);
       __m512i lo[8], hi[8];
 #pragma GCC unroll 8
       for (int j = 0; j < nt; j++) lo[j] = hi[j] = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int k = 0; k < 8; k++) {
-        const __m512i v = _mm512_loadu_si512(blk + 320 + 512 * q + 64 * k);
+        const __m512i v = _mm512_loadu_si512(blk + NK_R16_Q4_K_QS + 512 * q + 64 * k);
         const __m512i wl = _mm512_and_si512(v, low4);
         const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
 #pragma GCC unroll 8
@@ -103,9 +106,10 @@ static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int
           hi[j] = _mm512_dpbusd_epi32(hi[j], wh, act4(xq + 32));
         }
       }
-      const __m512 sc0 = k4_scales16(blk + 64 + 32 * q, d), sc1 = k4_scales16(blk + 80 + 32 * q, d);
-      const __m512 m0 = k4_scales16(blk + 192 + 32 * q, dmin);
-      const __m512 m1 = k4_scales16(blk + 208 + 32 * q, dmin);
+      const __m512 sc0 = k4_scales16(blk + NK_R16_Q4_K_SCALES + 32 * q, d),
+                   sc1 = k4_scales16(blk + NK_R16_Q4_K_SCALES + 16 + 32 * q, d);
+      const __m512 m0 = k4_scales16(blk + NK_R16_Q4_K_MINS + 32 * q, dmin);
+      const __m512 m1 = k4_scales16(blk + NK_R16_Q4_K_MINS + 16 + 32 * q, dmin);
 #pragma GCC unroll 8
       for (int j = 0; j < nt; j++) {
         const int64_t at = (t0 + j) * (kp / 32) + 8 * i + 2 * q;

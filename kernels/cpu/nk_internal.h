@@ -40,6 +40,17 @@ typedef struct {
 const nk_traits *nk_type_traits(int32_t type);
 /* The ggml type a repacked type (NK_*_R16) was repacked from; -1 for any other. */
 int32_t nk_r16_base(int32_t type);
+/* The repacked layouts (repack.c): bytes per block of a group of sixteen rows and where
+ * each part of it starts. */
+enum {
+  NK_R16_Q8_0_BLOCK = 544,
+  NK_R16_Q8_0_QS = 32,
+  NK_R16_Q4_K_BLOCK = 2368,
+  NK_R16_Q4_K_DMIN = 32,
+  NK_R16_Q4_K_SCALES = 64,
+  NK_R16_Q4_K_MINS = 192,
+  NK_R16_Q4_K_QS = 320,
+};
 
 /* ggml's block layouts (ggml-common.h); f16 fields as raw bits. */
 typedef struct {

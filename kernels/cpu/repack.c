@@ -36,28 +36,39 @@ int32_t nk_r16_type(int32_t type) {
   }
 }
 
-/* Group g of a Q8_0 matrix with `nb` blocks per row. */
+/* One group of sixteen rows, src at its first row, `nb` blocks per row. Each unit is four
+ * bytes of a row, moved whole. */
 static void repack_q8_0(const uint8_t *src, int64_t row_bytes, int64_t nb, uint8_t *dst) {
   for (int64_t b = 0; b < nb; b++) {
-    uint8_t *out = dst + b * 544;
+    uint8_t *out = dst + b * NK_R16_Q8_0_BLOCK;
     for (int r = 0; r < 16; r++) {
       const uint8_t *blk = src + r * row_bytes + b * 34;
       memcpy(out + 2 * r, blk, 2);
-      for (int c = 0; c < 32; c++) out[32 + (c / 4) * 64 + 4 * r + c % 4] = blk[2 + c] ^ 0x80;
+      for (int k = 0; k < 8; k++) {
+        uint32_t u;
+        memcpy(&u, blk + 2 + 4 * k, 4);
+        u ^= 0x80808080u;
+        memcpy(out + NK_R16_Q8_0_QS + 64 * k + 4 * r, &u, 4);
+      }
     }
   }
 }
 
 static void repack_q4_k(const uint8_t *src, int64_t row_bytes, int64_t nb, uint8_t *dst) {
   for (int64_t b = 0; b < nb; b++) {
-    uint8_t *out = dst + b * 2368;
+    uint8_t *out = dst + b * NK_R16_Q4_K_BLOCK;
     for (int r = 0; r < 16; r++) {
       const uint8_t *blk = src + r * row_bytes + b * 144;
       memcpy(out + 2 * r, blk, 2);
-      memcpy(out + 32 + 2 * r, blk + 2, 2);
-      for (int s = 0; s < 8; s++) nk_k4_scale_min(s, blk + 4, &out[64 + 16 * s + r], &out[192 + 16 * s + r]);
+      memcpy(out + NK_R16_Q4_K_DMIN + 2 * r, blk + 2, 2);
+      for (int s = 0; s < 8; s++) {
+        nk_k4_scale_min(s, blk + 4, &out[NK_R16_Q4_K_SCALES + 16 * s + r],
+                        &out[NK_R16_Q4_K_MINS + 16 * s + r]);
+      }
       for (int j = 0; j < 4; j++) {
-        for (int l = 0; l < 32; l++) out[320 + j * 512 + (l / 4) * 64 + 4 * r + l % 4] = blk[16 + 32 * j + l];
+        for (int k = 0; k < 8; k++) {
+          memcpy(out + NK_R16_Q4_K_QS + 512 * j + 64 * k + 4 * r, blk + 16 + 32 * j + 4 * k, 4);
+        }
       }
     }
   }
@@ -68,7 +79,8 @@ typedef struct {
   int32_t type;
   const uint8_t *src;
   uint8_t *dst;
-  int64_t groups, row_bytes, nb;
+  /* Bytes of a group of sixteen rows, in the GGUF layout and repacked. */
+  int64_t groups, src_group, dst_group, row_bytes, nb;
 } repack_args;
 
 static void repack_task(void *arg, int32_t ith, int32_t nth) {
@@ -76,8 +88,8 @@ static void repack_task(void *arg, int32_t ith, int32_t nth) {
   (void)nth;
   const repack_args *a = arg;
   for (int64_t g = nk_pool_next(a->pool); g < a->groups; g = nk_pool_next(a->pool)) {
-    const uint8_t *src = a->src + g * 16 * a->row_bytes;
-    uint8_t *dst = a->dst + g * 16 * nk_row_bytes(nk_r16_type(a->type), a->nb * nk_type_traits(a->type)->block_size);
+    const uint8_t *src = a->src + g * a->src_group;
+    uint8_t *dst = a->dst + g * a->dst_group;
     if (a->type == NK_Q8_0) {
       repack_q8_0(src, a->row_bytes, a->nb, dst);
     } else {
@@ -96,6 +108,8 @@ int32_t nk_repack(nk_pool *pool, int32_t type, const void *src, int64_t rows, in
                    .src = src,
                    .dst = dst,
                    .groups = rows / 16,
+                   .src_group = 16 * rb,
+                   .dst_group = 16 * nk_row_bytes(nk_r16_type(type), cols),
                    .row_bytes = rb,
                    .nb = cols / nk_type_traits(type)->block_size};
   nk_pool_run(pool, repack_task, &a);
@@ -105,12 +119,13 @@ int32_t nk_repack(nk_pool *pool, int32_t type, const void *src, int64_t rows, in
 /* Row r of a repacked Q8_0 matrix (dequantized as ggml's dequantize_row_q8_0). */
 static void r16_row_q8_0(const uint8_t *group, int r, int64_t nb, float *y) {
   for (int64_t b = 0; b < nb; b++) {
-    const uint8_t *blk = group + b * 544;
+    const uint8_t *blk = group + b * NK_R16_Q8_0_BLOCK;
     uint16_t h;
     memcpy(&h, blk + 2 * r, 2);
     const float d = nk_f16_to_f32_1(h);
     for (int c = 0; c < 32; c++) {
-      y[32 * b + c] = (float)(int8_t)(blk[32 + (c / 4) * 64 + 4 * r + c % 4] ^ 0x80) * d;
+      const uint8_t u = blk[NK_R16_Q8_0_QS + (c / 4) * 64 + 4 * r + c % 4];
+      y[32 * b + c] = (float)(int8_t)(u ^ 0x80) * d;
     }
   }
 }
@@ -118,16 +133,17 @@ static void r16_row_q8_0(const uint8_t *group, int r, int64_t nb, float *y) {
 /* As ggml's dequantize_row_q4_K. */
 static void r16_row_q4_k(const uint8_t *group, int r, int64_t nb, float *y) {
   for (int64_t b = 0; b < nb; b++) {
-    const uint8_t *blk = group + b * 2368;
+    const uint8_t *blk = group + b * NK_R16_Q4_K_BLOCK;
     uint16_t hd, hm;
     memcpy(&hd, blk + 2 * r, 2);
-    memcpy(&hm, blk + 32 + 2 * r, 2);
+    memcpy(&hm, blk + NK_R16_Q4_K_DMIN + 2 * r, 2);
     const float d = nk_f16_to_f32_1(hd), dmin = nk_f16_to_f32_1(hm);
+    const uint8_t *sc = blk + NK_R16_Q4_K_SCALES + r, *mn = blk + NK_R16_Q4_K_MINS + r;
     for (int j = 0; j < 4; j++) {
-      const float d1 = d * blk[64 + 16 * (2 * j) + r], m1 = dmin * blk[192 + 16 * (2 * j) + r];
-      const float d2 = d * blk[64 + 16 * (2 * j + 1) + r], m2 = dmin * blk[192 + 16 * (2 * j + 1) + r];
+      const float d1 = d * sc[16 * (2 * j)], m1 = dmin * mn[16 * (2 * j)];
+      const float d2 = d * sc[16 * (2 * j + 1)], m2 = dmin * mn[16 * (2 * j + 1)];
       for (int l = 0; l < 32; l++) {
-        const uint8_t q = blk[320 + j * 512 + (l / 4) * 64 + 4 * r + l % 4];
+        const uint8_t q = blk[NK_R16_Q4_K_QS + j * 512 + (l / 4) * 64 + 4 * r + l % 4];
         y[256 * b + 64 * j + l] = d1 * (float)(q & 0xF) - m1;
         y[256 * b + 64 * j + 32 + l] = d2 * (float)(q >> 4) - m2;
       }
@@ -170,27 +186,30 @@ void nk_r16_rows_portable(const nk_mm *mm, int64_t r0, int64_t r1) {
       float sum = 0.0f;
       for (int64_t b = 0; b < nb; b++) {
         if (base == NK_Q8_0) {
-          const uint8_t *blk = group + b * 544;
+          const uint8_t *blk = group + b * NK_R16_Q8_0_BLOCK;
           uint16_t h;
           memcpy(&h, blk + 2 * i, 2);
           int32_t dot = 0;
-          for (int c = 0; c < 32; c++) dot += (int32_t)(int8_t)(blk[32 + (c / 4) * 64 + 4 * i + c % 4] ^ 0x80) * xq[32 * b + c];
+          for (int c = 0; c < 32; c++) {
+            const uint8_t u = blk[NK_R16_Q8_0_QS + (c / 4) * 64 + 4 * i + c % 4];
+            dot += (int32_t)(int8_t)(u ^ 0x80) * xq[32 * b + c];
+          }
           sum += nk_f16_to_f32_1(h) * d32[b] * (float)dot;
           continue;
         }
-        const uint8_t *blk = group + b * 2368;
+        const uint8_t *blk = group + b * NK_R16_Q4_K_BLOCK;
         uint16_t hd, hm;
         memcpy(&hd, blk + 2 * i, 2);
-        memcpy(&hm, blk + 32 + 2 * i, 2);
+        memcpy(&hm, blk + NK_R16_Q4_K_DMIN + 2 * i, 2);
         const float d = nk_f16_to_f32_1(hd), dmin = nk_f16_to_f32_1(hm);
         for (int s = 0; s < 8; s++) {
           int32_t dot = 0;
           for (int l = 0; l < 32; l++) {
-            const uint8_t q = blk[320 + (s / 2) * 512 + (l / 4) * 64 + 4 * i + l % 4];
+            const uint8_t q = blk[NK_R16_Q4_K_QS + (s / 2) * 512 + (l / 4) * 64 + 4 * i + l % 4];
             dot += (s % 2 ? q >> 4 : q & 0xF) * xq[256 * b + 32 * s + l];
           }
-          sum += d * blk[64 + 16 * s + i] * d32[8 * b + s] * (float)dot -
-                 dmin * blk[192 + 16 * s + i] * s32[8 * b + s];
+          sum += d * blk[NK_R16_Q4_K_SCALES + 16 * s + i] * d32[8 * b + s] * (float)dot -
+                 dmin * blk[NK_R16_Q4_K_MINS + 16 * s + i] * s32[8 * b + s];
         }
       }
       mm->y[t * mm->rows + r] = sum;
