@@ -90,16 +90,29 @@ export class ModelBench {
     this.#depth = Math.max(this.#depth, depth);
   }
 
-  /** `ids` at positions start.., with the last row's logits asked for. */
-  #step(ids: Int32Array, start: number): Step {
+  /** `ids` at positions start.., with the last row's logits asked for (or every row's). */
+  #step(ids: Int32Array, start: number, allLogits = false): Step {
     return {
       ids,
       layout: {
         positions: Int32Array.from(ids, (_, i) => start + i),
         sequences: [{ rowStart: 0, rowCount: ids.length, blockTable: this.#table }],
       },
-      logitRows: Int32Array.of(ids.length - 1),
+      logitRows: allLogits ? Int32Array.from(ids, (_, i) => i) : Int32Array.of(ids.length - 1),
     };
+  }
+
+  /**
+   * Seconds of one speculative verification of k drafted tokens at `depth` (filled first):
+   * k + 1 rows in one step, every row's logits computed, as the engine verifies. k = 0 is a
+   * plain decode step through the same path.
+   */
+  verify(k: number, seed: number, depth = 0): number {
+    this.fill(depth);
+    const ids = tokens(k + 1, this.model.shape.vocabSize, seed);
+    const t0 = performance.now();
+    this.instance.forward(this.#step(ids, depth, true));
+    return (performance.now() - t0) / 1000;
   }
 
   /** Seconds to evaluate an n-token prompt in one batch at `depth` (filled first). */

@@ -216,6 +216,7 @@ export const benchCommand: Command = {
         });
       }
       const bandwidth = median(bandwidths);
+      const verification = verificationCost(bench, depths[0]);
       // What decode reads per second against what the probe could read: both in GB/s. A
       // token of tg N at depth d reads the K/V of d + N/2 positions on average.
       const decode = depths.map((depth) => {
@@ -251,6 +252,7 @@ export const benchCommand: Command = {
           threads: nThreads,
           mmap,
           repack,
+          verification,
           results: results.map((m) => ({
             test: m.test,
             depth: m.depth,
@@ -280,6 +282,12 @@ export const benchCommand: Command = {
               `tg${gens[0]}); decode efficiency ${(d.efficiency * 100).toFixed(1)}%`,
           );
         }
+        const v = verification;
+        console.log(
+          `depth ${v.depth}: a speculative verification of k = ${v.k} (${v.k + 1} rows, all with ` +
+            `logits) takes ${v.ratio.toFixed(2)}x a one-token step ` +
+            `(${v.verify_ms.toFixed(1)} vs ${v.step_ms.toFixed(1)} ms, median of ${VERIFY_REPS})`,
+        );
       }
     } finally {
       bench.close();
@@ -307,3 +315,22 @@ export const benchCommand: Command = {
     return EXIT_OK;
   },
 };
+
+const VERIFY_K = 4;
+const VERIFY_REPS = 9;
+
+/** A k = 4 verification step against a one-token step, alternated so that a drifting
+ * machine slows both alike; medians. */
+function verificationCost(
+  bench: ModelBench,
+  depth: number,
+): { depth: number; k: number; verify_ms: number; step_ms: number; ratio: number } {
+  bench.verify(VERIFY_K, 0, depth);
+  const verify: number[] = [], step: number[] = [];
+  for (let r = 1; r <= VERIFY_REPS; r++) {
+    verify.push(bench.verify(VERIFY_K, r, depth) * 1000);
+    step.push(bench.verify(0, r, depth) * 1000);
+  }
+  const [v, s] = [median(verify), median(step)];
+  return { depth, k: VERIFY_K, verify_ms: v, step_ms: s, ratio: v / s };
+}

@@ -1,16 +1,17 @@
 /** `neuron bench`'s command line: what it refuses before measuring anything. */
-import { assertEquals, assertStringIncludes } from "../support/assert.ts";
+import { assert, assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { runNeuron } from "../support/processes.ts";
 import { fixture } from "../fixtures.ts";
 
 const MODEL = fixture("qwen3-tiny-q8_0.gguf");
 
-Deno.test("bench: --quant goes with --synthetic only, and an unknown one is refused", async () => {
+Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused, --repack is 0 or 1", async () => {
   const cases: [string[], string][] = [
     [["--model", MODEL, "--quant", "q9"], "--quant"],
     [["--model", MODEL, "--quant", "q4_k_m"], "--quant"],
     [["--synthetic", "qwen3-0.6b", "--quant", "q9"], 'unknown quantization "q9"'],
     [["--model", MODEL, "--synthetic", "qwen3-0.6b"], "either --model or --synthetic"],
+    [["--model", MODEL, "--repack", "yes"], "--repack takes 0 or 1"],
   ];
   for (const [args, text] of cases) {
     const r = await runNeuron(["bench", "-p", "1", "-n", "1", "-r", "1", ...args]);
@@ -18,4 +19,28 @@ Deno.test("bench: --quant goes with --synthetic only, and an unknown one is refu
     assertStringIncludes(r.stderr, text);
     assertEquals(r.stderr.trim().split("\n").length, 1, r.stderr);
   }
+});
+
+Deno.test("bench: --json reports the tests run and a k = 4 verification against a one-token step", async () => {
+  const r = await runNeuron([
+    "bench",
+    "--model",
+    MODEL,
+    "--device",
+    "cpu",
+    "-p",
+    "8",
+    "-n",
+    "4",
+    "-r",
+    "1",
+    "--json",
+  ]);
+  assertEquals(r.code, 0, r.stderr);
+  const report = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+  assertEquals(report.results.map((m: { test: string }) => m.test), ["pp8", "tg4"]);
+  const v = report.verification;
+  assertEquals([v.depth, v.k], [0, 4]);
+  assert(v.verify_ms > 0 && v.step_ms > 0, JSON.stringify(v));
+  assert(Math.abs(v.ratio - v.verify_ms / v.step_ms) < 1e-9, JSON.stringify(v));
 });
