@@ -37,26 +37,26 @@ int32_t nk_r16_type(int32_t type) {
 }
 
 /* One group of sixteen rows, src at its first row, `nb` blocks per row. Each unit is four
- * bytes of a row, moved whole. */
+ * bytes of a row, moved as one word. */
 static void repack_q8_0(const uint8_t *src, int64_t row_bytes, int64_t nb, uint8_t *dst) {
   for (int64_t b = 0; b < nb; b++) {
     uint8_t *out = dst + b * NK_R16_Q8_0_BLOCK;
+    uint32_t units[8][16];
     for (int r = 0; r < 16; r++) {
       const uint8_t *blk = src + r * row_bytes + b * 34;
       memcpy(out + 2 * r, blk, 2);
-      for (int k = 0; k < 8; k++) {
-        uint32_t u;
-        memcpy(&u, blk + 2 + 4 * k, 4);
-        u ^= 0x80808080u;
-        memcpy(out + NK_R16_Q8_0_QS + 64 * k + 4 * r, &u, 4);
-      }
+      uint32_t q[8];
+      memcpy(q, blk + 2, 32);
+      for (int k = 0; k < 8; k++) units[k][r] = q[k] ^ 0x80808080u;
     }
+    memcpy(out + NK_R16_Q8_0_QS, units, sizeof units);
   }
 }
 
 static void repack_q4_k(const uint8_t *src, int64_t row_bytes, int64_t nb, uint8_t *dst) {
   for (int64_t b = 0; b < nb; b++) {
     uint8_t *out = dst + b * NK_R16_Q4_K_BLOCK;
+    uint32_t units[32][16];
     for (int r = 0; r < 16; r++) {
       const uint8_t *blk = src + r * row_bytes + b * 144;
       memcpy(out + 2 * r, blk, 2);
@@ -65,12 +65,11 @@ static void repack_q4_k(const uint8_t *src, int64_t row_bytes, int64_t nb, uint8
         nk_k4_scale_min(s, blk + 4, &out[NK_R16_Q4_K_SCALES + 16 * s + r],
                         &out[NK_R16_Q4_K_MINS + 16 * s + r]);
       }
-      for (int j = 0; j < 4; j++) {
-        for (int k = 0; k < 8; k++) {
-          memcpy(out + NK_R16_Q4_K_QS + 512 * j + 64 * k + 4 * r, blk + 16 + 32 * j + 4 * k, 4);
-        }
-      }
+      uint32_t q[32];
+      memcpy(q, blk + 16, 128);
+      for (int u = 0; u < 32; u++) units[u][r] = q[u];
     }
+    memcpy(out + NK_R16_Q4_K_QS, units, sizeof units);
   }
 }
 

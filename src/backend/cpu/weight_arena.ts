@@ -14,6 +14,7 @@
  * a tensor larger than a chunk gets one of its own.
  */
 
+import { ensureHostFits } from "./host_memory.ts";
 import type { CpuKernels, NativeBuffer } from "./kernels.ts";
 
 /** Large enough that the tail left unused in each chunk is a small fraction of it. */
@@ -48,12 +49,16 @@ export class WeightArena {
   #take(bytes: number): { buffer: NativeBuffer; offset: number } {
     const n = Math.max(bytes, 1);
     if (n > CHUNK_BYTES) {
+      ensureHostFits(n, "the weights");
       const own = this.kernels.allocHuge(n);
       this.#chunks.push(own);
       return { buffer: own, offset: 0 };
     }
     const offset = Math.ceil(this.#used / ALIGN) * ALIGN;
     if (this.#current === null || offset + n > this.#current.byteLength) {
+      // Every page is written at once: an arena the host cannot hold would meet the OOM
+      // killer during the load rather than fail it.
+      ensureHostFits(CHUNK_BYTES, "the weights");
       this.#current = this.kernels.allocHuge(CHUNK_BYTES);
       this.#chunks.push(this.#current);
       this.#used = n;
