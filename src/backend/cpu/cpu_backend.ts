@@ -54,7 +54,7 @@ import {
 } from "./cpu_experts.ts";
 import { StepKeys } from "./step_template.ts";
 import { WeightArena } from "./weight_arena.ts";
-import { REPACK_ROWS } from "./repacked.ts";
+import { repackWeight } from "./repacked.ts";
 
 export interface CpuBackendOptions {
   /** Threads in the pool (0 = one per CPU). */
@@ -67,12 +67,8 @@ export interface CpuBackendOptions {
    * like llama.cpp's --no-mmap.
    */
   mmap?: boolean;
-  /**
-   * True (default): matrices of the types the kernels repack (repacked.ts) are repacked at
-   * load into the arena, whatever `mmap` says: products of a few rows (batched decode,
-   * speculative verification) then run at the prefill kernels' rate. False: every weight
-   * keeps its GGUF layout.
-   */
+  /** True (default): Q8_0 and Q4_K matrices are repacked at load into the arena, whatever
+   * `mmap` says (repacked.ts); false keeps every weight in its GGUF layout. */
   repack?: boolean;
 }
 
@@ -109,15 +105,10 @@ export class CpuBackend implements Backend, BandwidthProbe {
           `of ${source.type.name} (${bytes} needed)`,
       );
     }
-    const repacked = this.#repack && source.rows % REPACK_ROWS === 0
-      ? this.kernels.repackedType(source.type.id)
+    const repacked = this.#repack
+      ? repackWeight(this.kernels, this.pool, this.#weights, source)
       : null;
-    if (repacked !== null) {
-      const { name, type, rows, cols } = source;
-      const pointer = this.#weights.reserve(rows * this.kernels.rowBytes(repacked, cols));
-      this.pool.repack(type.id, source.pointer, rows, cols, pointer);
-      return new CpuWeight(name, type, rows, cols, pointer, repacked);
-    }
+    if (repacked !== null) return repacked;
     const inPlace = this.#mmap && !source.transient;
     if (inPlace && !this.#pagesKnown) {
       const share = hugePageShare(source.pointer, bytes);

@@ -5,7 +5,12 @@
  * without the panel packing those pay per call. Their ids are the library's, not ggml's.
  */
 
+import type { WeightSource } from "../backend.ts";
 import { GgmlType, ggmlTypeInfo } from "../../gguf/mod.ts";
+import { CpuWeight } from "./handles.ts";
+import type { CpuKernels } from "./kernels.ts";
+import type { Pool } from "./pool.ts";
+import type { WeightArena } from "./weight_arena.ts";
 
 /** The repacked types by library id: their name and the ggml type they come from. */
 export const REPACKED_TYPES: ReadonlyMap<number, { name: string; base: number }> = new Map([
@@ -19,4 +24,22 @@ export const REPACK_ROWS = 16;
 /** The name of a type the kernels take (ggml's or a repacked one), or null. */
 export function kernelTypeName(type: number): string | null {
   return ggmlTypeInfo(type)?.name ?? REPACKED_TYPES.get(type)?.name ?? null;
+}
+
+/**
+ * `source` repacked into `arena` (on huge pages) when the kernels repack its type on this
+ * CPU and its rows come in whole groups; null when the weight keeps its GGUF layout.
+ */
+export function repackWeight(
+  kernels: CpuKernels,
+  pool: Pool,
+  arena: WeightArena,
+  source: WeightSource,
+): CpuWeight | null {
+  const { name, type, rows, cols } = source;
+  const to = rows % REPACK_ROWS === 0 ? kernels.repackedType(type.id) : null;
+  if (to === null) return null;
+  const pointer = arena.reserve(rows * kernels.rowBytes(to, cols));
+  pool.repack(type.id, source.pointer, rows, cols, pointer);
+  return new CpuWeight(name, type, rows, cols, pointer, to);
 }
