@@ -39,6 +39,8 @@ const nk_isa_ops NK_TABLE = {
     .fdot_rows = NK_FN(nk_fdot_rows),
 #if defined(__AVX512F__)
     .r16_rows = NK_FN(nk_r16_rows),
+#else
+    .r16_rows = nk_r16_rows_portable,
 #endif
 #if PANEL_ROWS
     .qgemm_panel = NK_FN(nk_qgemm_panel),

@@ -255,7 +255,9 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
     quant |= a.mm[m].tr->quant;
     k_only &= a.mm[m].tr->quant && a.mm[m].tr->block_size == 256;
     if (packed && !a.mm[m].tr->r16 && n_tokens < a.ops->pack_min_tokens(types[m])) packed = 0;
-    if (panel_bytes(&a, &a.mm[m]) > scratch) scratch = panel_bytes(&a, &a.mm[m]);
+    /* Repacked matrices need no panel scratch. */
+    const int64_t pb = a.mm[m].tr->r16 ? 0 : panel_bytes(&a, &a.mm[m]);
+    if (pb > scratch) scratch = pb;
   }
   if (packed && nk_pool_reserve(pool, scratch) != NK_OK) return NK_ENOMEM;
   /* Float types read x itself; the quantized ones share one quantization of it. */

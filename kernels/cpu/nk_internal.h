@@ -277,8 +277,8 @@ typedef struct {
   int32_t row_tokens;
   void (*qdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
   void (*fdot_rows)(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt);
-  /* Rows [r0, r1) (multiples of 16) of a repacked matrix for all its tokens; NULL at
-   * levels without a kernel for them (nk_r16_rows_portable then runs). */
+  /* Rows [r0, r1) (multiples of 16) of a repacked matrix for all its tokens (levels
+   * without a kernel for them take nk_r16_rows_portable). */
   void (*r16_rows)(const nk_mm *mm, int64_t r0, int64_t r1);
   /* All tokens for the panel of rows starting at r0. */
   void (*qgemm_panel)(const nk_mm *mm, int64_t r0, void *scratch);
@@ -322,11 +322,7 @@ static inline void nk_mm_rows(const nk_isa_ops *ops, const nk_mm *mm, int64_t r0
   }
   *last = mm->w + r1 * mm->row_bytes;
   if (mm->tr->r16) {
-    if (ops->r16_rows) {
-      ops->r16_rows(mm, r0, r1);
-    } else {
-      nk_r16_rows_portable(mm, r0, r1);
-    }
+    ops->r16_rows(mm, r0, r1);
     return;
   }
   const int32_t per = mm->tr->quant ? ops->row_tokens : NK_ROW_TOKENS;
