@@ -9,8 +9,7 @@
 
 #include "nk_internal.h"
 
-/* Bytes of weights per work item of the row-by-row path: small enough that a thread
- * finishing early takes over the rest of another's share within a few microseconds. */
+/* Bytes of weights per work item of the row-by-row path (nk_item_rows). */
 #define ITEM_BYTES 16384
 /* Tokens one row-by-row pass carries. */
 /* Matrices one nk_matmul_many call takes. */
@@ -81,9 +80,8 @@ static void quantize(mm_task *a) {
   nk_mm_quantize(a->pool, &a->mm[0]);
 }
 
-static int64_t item_rows(const nk_mm *mm) {
+int64_t nk_item_rows(const nk_mm *mm) {
   const int64_t rows = mm->row_bytes >= ITEM_BYTES ? 1 : ITEM_BYTES / mm->row_bytes;
-  /* Repacked matrices go by whole groups of sixteen (repack.c). */
   return mm->tr->r16 ? (rows + 15) / 16 * 16 : rows;
 }
 
@@ -247,11 +245,6 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
     if (nk_mm_setup(&a.mm[m], types[m], ws[m], rows[m], cols, x, n_tokens, ys[m]) != NK_OK)
       return NK_EINVAL;
     nk_pool_prefetch_distances(pool, &a.mm[m]);
-    if (a.mm[m].tr->r16) {
-      /* Repacked matrices are copies on huge pages (nk_repack), wherever the others are. */
-      a.mm[m].line_ahead = NK_LINE_AHEAD_HUGE;
-      a.mm[m].page_ahead = 0;
-    }
     quant |= a.mm[m].tr->quant;
     k_only &= a.mm[m].tr->quant && a.mm[m].tr->block_size == 256;
     if (packed && !a.mm[m].tr->r16 && n_tokens < a.ops->pack_min_tokens(types[m])) packed = 0;
@@ -276,7 +269,7 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
   a.first[0] = 0;
   for (int32_t m = 0; m < n; m++) {
     const int by_rows = !packed || a.mm[m].tr->r16;
-    a.per[m] = item_rows(&a.mm[m]);
+    a.per[m] = nk_item_rows(&a.mm[m]);
     a.first[m + 1] = a.first[m] + (by_rows ? (a.mm[m].rows + a.per[m] - 1) / a.per[m] : 0);
   }
   if (a.first[n] == 0) return NK_OK;

@@ -21,8 +21,6 @@
 #define WEIGHT_SUM_FLOOR 6.103515625e-5f
 /* Matrices one nk_matmul_experts call takes (nk_matmul_many's NK_MANY_MAX). */
 #define MANY_MAX 8
-/* Bytes of weights per work item of the row-by-row path (matmul.c's ITEM_BYTES). */
-#define ITEM_BYTES 16384
 
 void nk_argsort_desc(int32_t *idx, int64_t n, const float *p);
 
@@ -244,8 +242,10 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
                   results[m] + start * rows[m]);
       nk_pool_prefetch_distances(pool, mm);
       if (quant) mm->act = nk_qact_from(&all.act, start);
-      const int packed = ops->panel_rows > 0 && rows_e >= ops->pack_min_tokens(types[m]);
-      const int64_t per = mm->row_bytes >= ITEM_BYTES ? 1 : ITEM_BYTES / mm->row_bytes;
+      /* Repacked experts always go by rows, their layout already the panels'. */
+      const int packed = !mm->tr->r16 && ops->panel_rows > 0 &&
+                         rows_e >= ops->pack_min_tokens(types[m]);
+      const int64_t per = nk_item_rows(mm);
       a.per[j] = per;
       a.first[j + 1] = a.first[j] + (packed ? 0 : (mm->rows + per - 1) / per);
       const int64_t panels = (mm->rows + ops->panel_rows - 1) / (ops->panel_rows > 0 ? ops->panel_rows : 1);

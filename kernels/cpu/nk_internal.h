@@ -211,6 +211,10 @@ nk_qact nk_qact_from(const nk_qact *act, int64_t t0);
 /* Quantizes every row of mm->x into mm->act: a few on the calling thread, more over the
  * pool. */
 void nk_mm_quantize(nk_pool *pool, const nk_mm *mm);
+/* Rows of mm one work item of the row-by-row path takes: about 16 KiB of weights, small
+ * enough that a thread finishing early takes over the rest of another's share within a few
+ * microseconds; repacked matrices go by whole groups of sixteen (repack.c). */
+int64_t nk_item_rows(const nk_mm *mm);
 
 /* Below this many values an op runs on the calling thread only: waking the workers costs
  * more than a decode step's norms and adds. */

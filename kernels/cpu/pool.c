@@ -265,8 +265,10 @@ void nk_pool_set_page_prefetch(nk_pool *pool, int32_t on) {
 }
 
 void nk_pool_prefetch_distances(const nk_pool *pool, nk_mm *mm) {
-  mm->line_ahead = pool->page_prefetch ? NK_LINE_AHEAD_SMALL : NK_LINE_AHEAD_HUGE;
-  mm->page_ahead = pool->page_prefetch ? NK_PAGE_AHEAD_SMALL : 0;
+  /* Repacked matrices are copies on huge pages (nk_repack), wherever the others are. */
+  const int small = pool->page_prefetch && !mm->tr->r16;
+  mm->line_ahead = small ? NK_LINE_AHEAD_SMALL : NK_LINE_AHEAD_HUGE;
+  mm->page_ahead = small ? NK_PAGE_AHEAD_SMALL : 0;
 }
 
 const nk_isa_ops *nk_pool_ops(const nk_pool *pool) {

@@ -54,7 +54,7 @@ import {
 } from "./cpu_experts.ts";
 import { StepKeys } from "./step_template.ts";
 import { WeightArena } from "./weight_arena.ts";
-import { repackWeight } from "./repacked.ts";
+import { repackExperts, repackWeight } from "./repacked.ts";
 
 export interface CpuBackendOptions {
   /** Threads in the pool (0 = one per CPU). */
@@ -67,8 +67,8 @@ export interface CpuBackendOptions {
    * like llama.cpp's --no-mmap.
    */
   mmap?: boolean;
-  /** True (default): Q8_0 and Q4_K matrices are repacked at load into the arena, whatever
-   * `mmap` says (repacked.ts); false keeps every weight in its GGUF layout. */
+  /** True (default): Q8_0 and Q4_K matrices and expert stacks are repacked at load into the
+   * arena, whatever `mmap` says (repacked.ts); false keeps every weight in its GGUF layout. */
   repack?: boolean;
 }
 
@@ -105,10 +105,8 @@ export class CpuBackend implements Backend, BandwidthProbe {
           `of ${source.type.name} (${bytes} needed)`,
       );
     }
-    const repacked = this.#repack
-      ? repackWeight(this.kernels, this.pool, this.#weights, source)
-      : null;
-    if (repacked !== null) return repacked;
+    const repacked = this.#repack && repackWeight(this.kernels, this.pool, this.#weights, source);
+    if (repacked) return repacked;
     const inPlace = this.#mmap && !source.transient;
     if (inPlace && !this.#pagesKnown) {
       const share = hugePageShare(source.pointer, bytes);
@@ -132,6 +130,8 @@ export class CpuBackend implements Backend, BandwidthProbe {
 
   loadExperts(source: ExpertSource): ExpertWeight {
     const bytes = expertBytes(source, this.kernels.rowBytes(source.type.id, source.cols));
+    const repacked = this.#repack && repackExperts(this.kernels, this.pool, this.#weights, source);
+    if (repacked) return repacked;
     const { name, type, experts, rows, cols } = source;
     if (this.#mmap && !source.transient) {
       return new CpuExperts(name, type, experts, rows, cols, source.pointer, source.expertStride);

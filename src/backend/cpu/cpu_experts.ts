@@ -23,6 +23,9 @@ export class CpuExperts implements ExpertWeight {
     readonly pointer: Deno.PointerObject,
     /** Bytes from one expert's first row to the next's. */
     readonly stride: number,
+    /** The type the kernels read it as: the GGUF type, or the one it was repacked into
+     * (repacked.ts). */
+    readonly kernelType: number = type.id,
   ) {}
 }
 
@@ -105,7 +108,7 @@ export function recordMatmulExperts(
   }
   const mats = ws.map((w, m) => {
     const e = w as CpuExperts;
-    return { type: e.type.id, w: e.pointer, stride: e.stride, rows: e.rows, y: at(outs[m]) };
+    return { type: e.kernelType, w: e.pointer, stride: e.stride, rows: e.rows, y: at(outs[m]) };
   });
   queue.matmulExperts(mats, experts, x.cols, at(x), x.rows, at(ids), ids.rows, k);
 }

@@ -3,13 +3,16 @@
  * computes what the same matrix unpacked does, at every token count from one decode to
  * prefill tiles with remainders, every dispatch level (levels without the AVX-512 kernel run
  * the plain C one) and 1 and 2 threads; its rows dequantize bit for bit as the GGUF rows
- * (embedding lookups of tied output matrices read them), and a repacked matrix shares one
- * matmulMany call with unpacked ones on the panel path.
+ * (embedding lookups of tied output matrices read them), a repacked matrix shares one
+ * matmulMany call with unpacked ones on the panel path, and expert stacks repacked at load
+ * compute what they do unpacked.
  */
 
 import { assert, assertEquals, assertThrows } from "../../../tests/support/assert.ts";
 import { ggmlTypeByName, type GgmlTypeInfo, randomBlocks, Rng } from "../../gguf/mod.ts";
-import { randomF32, relError, testKernels } from "../../../tests/support/cpu_kernels.ts";
+import { everyPool, randomF32, relError, testKernels } from "../../../tests/support/cpu_kernels.ts";
+import { rowBytes } from "../../gguf/types.ts";
+import type { CpuExperts } from "./cpu_experts.ts";
 import type { Pool } from "./pool.ts";
 import { REPACKED_TYPES } from "./repacked.ts";
 import { CpuBackend } from "./cpu_backend.ts";
@@ -183,6 +186,60 @@ Deno.test({
           }));
           const want = repack && c.repacked ? k.repackedType(info.id) : info.id;
           assertEquals(w.kernelType, want, `${c.type} x ${c.rows}, repack ${repack}`);
+        }
+      } finally {
+        backend.close();
+      }
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "repacked experts: a stack loaded repacked computes what it does unpacked, few and many rows per expert",
+  ignore: !canRepack,
+  async fn() {
+    const rng = new Rng(77);
+    const [rows, cols, experts, top] = [48, 512, 6, 2];
+    for (const name of ["Q8_0", "Q4_K"]) {
+      const info = ggmlTypeByName(name)!;
+      // A rank's rows of each expert, in place at a stride longer than an expert.
+      const rb = rowBytes(info, cols), stride = 2 * rows * rb;
+      const bytes = new Uint8Array(stride * experts);
+      for (let e = 0; e < experts; e++) {
+        bytes.set(randomBlocks(info, (rows * cols) / info.blockSize, rng), e * stride);
+      }
+      const backend = new CpuBackend({ threads: 1 });
+      try {
+        const stack = backend.loadExperts({
+          name: "ffn_up_exps",
+          type: info,
+          rows,
+          cols,
+          experts,
+          expertStride: stride,
+          bytes,
+          pointer: Deno.UnsafePointer.of(bytes)!,
+          transient: false,
+        }) as CpuExperts;
+        assertEquals(stack.kernelType, k.repackedType(info.id), `${name}: kept its layout`);
+        // 1 token, a few per expert (row kernel unpacked), and 40 (panels unpacked).
+        for (const tokens of [1, 5, 40]) {
+          const ids = new Float32Array(tokens * top);
+          for (let s = 0; s < ids.length; s++) ids[s] = (s * 5 + (s % top)) % experts;
+          const x = randomF32(rng, tokens * cols);
+          const want = new Float32Array(tokens * top * rows);
+          const plain = { type: info.id, w: bytes, stride, rows, y: want };
+          const ref = k.createPool(1);
+          ref.matmulExperts([plain], experts, cols, x, tokens, ids, tokens, top);
+          ref.destroy();
+          await everyPool((pool, what) => {
+            const y = new Float32Array(tokens * top * rows).fill(NaN);
+            const mat = { type: stack.kernelType, w: stack.pointer, stride: stack.stride, rows, y };
+            pool.matmulExperts([mat], experts, cols, x, tokens, ids, tokens, top);
+            const e = relError(y, want);
+            assert(e <= SAME_TOLERANCE, `${name} ${what} ${tokens} tokens: differs by ${e}`);
+          });
         }
       } finally {
         backend.close();

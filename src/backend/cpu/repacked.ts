@@ -5,8 +5,9 @@
  * without the panel packing those pay per call. Their ids are the library's, not ggml's.
  */
 
-import type { WeightSource } from "../backend.ts";
+import type { ExpertSource, WeightSource } from "../backend.ts";
 import { GgmlType, ggmlTypeInfo } from "../../gguf/mod.ts";
+import { CpuExperts } from "./cpu_experts.ts";
 import { CpuWeight } from "./handles.ts";
 import type { CpuKernels } from "./kernels.ts";
 import type { Pool } from "./pool.ts";
@@ -37,9 +38,42 @@ export function repackWeight(
   source: WeightSource,
 ): CpuWeight | null {
   const { name, type, rows, cols } = source;
-  const to = rows % REPACK_ROWS === 0 ? kernels.repackedType(type.id) : null;
+  const to = repackedTypeOf(kernels, source);
   if (to === null) return null;
   const pointer = arena.reserve(rows * kernels.rowBytes(to, cols));
   pool.repack(type.id, source.pointer, rows, cols, pointer);
   return new CpuWeight(name, type, rows, cols, pointer, to);
+}
+
+/**
+ * The experts of `source` repacked one after another into `arena`, as repackWeight does
+ * one matrix (a rank's rows of each included); null when they keep their GGUF layout.
+ */
+export function repackExperts(
+  kernels: CpuKernels,
+  pool: Pool,
+  arena: WeightArena,
+  source: ExpertSource,
+): CpuExperts | null {
+  const { name, type, experts, rows, cols } = source;
+  const to = repackedTypeOf(kernels, source);
+  if (to === null) return null;
+  const stride = rows * kernels.rowBytes(to, cols);
+  const pointer = arena.reserve(experts * stride);
+  const base = Deno.UnsafePointer.value(source.pointer);
+  const into = Deno.UnsafePointer.value(pointer);
+  for (let e = 0; e < experts; e++) {
+    pool.repack(
+      type.id,
+      Deno.UnsafePointer.create(base + BigInt(e * source.expertStride))!,
+      rows,
+      cols,
+      Deno.UnsafePointer.create(into + BigInt(e * stride))!,
+    );
+  }
+  return new CpuExperts(name, type, experts, rows, cols, pointer, stride, to);
+}
+
+function repackedTypeOf(kernels: CpuKernels, source: WeightSource): number | null {
+  return source.rows % REPACK_ROWS === 0 ? kernels.repackedType(source.type.id) : null;
 }
