@@ -19,6 +19,7 @@ static const nk_traits TRAITS_Q5_K = {256, 176, 1, 32, 0, 0};
 static const nk_traits TRAITS_Q6_K = {256, 210, 1, 16, 0, 0};
 static const nk_traits TRAITS_Q8_0_R16 = {32, 34, 1, 32, 1, 1};
 static const nk_traits TRAITS_Q4_K_R16 = {256, 148, 1, 32, 0, 1};
+static const nk_traits TRAITS_Q6_K_R16 = {256, 210, 1, 16, 0, 1};
 
 const nk_traits *nk_type_traits(int32_t type) {
   switch (type) {
@@ -37,6 +38,7 @@ const nk_traits *nk_type_traits(int32_t type) {
     case NK_Q6_K: return &TRAITS_Q6_K;
     case NK_Q8_0_R16: return &TRAITS_Q8_0_R16;
     case NK_Q4_K_R16: return &TRAITS_Q4_K_R16;
+    case NK_Q6_K_R16: return &TRAITS_Q6_K_R16;
     default: return NULL;
   }
 }

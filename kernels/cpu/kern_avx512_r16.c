@@ -1,8 +1,9 @@
 /*
  * AVX-512 products with repacked weights (repack.c): a vector holds sixteen rows, so a
  * 4-byte broadcast of a token's activations times one 64-byte load of weights is one
- * VPDPBUSD for sixteen rows, and the int32 sums are scaled into f32 once per block (Q8_0)
- * or sub-block (Q4_K) per token. A tile is one group of sixteen rows by as many tokens as
+ * VPDPBUSD for sixteen rows, and the int32 sums are scaled into f32 once per block (Q8_0),
+ * sub-block (Q4_K) or super-block (Q6_K, its sub-block scales applied in integers) per
+ * token. A tile is one group of sixteen rows by as many tokens as
  * the registers hold sums for; more tokens go in tiles over the same group, which the first
  * tile brought into cache. No row needs a horizontal sum: a tile's sixteen results per token
  * are one store. Tiles of several groups (more independent sums for one token) were
@@ -126,6 +127,83 @@ static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int
   for (int j = 0; j < nt; j++) store16(mm, g, t0 + j, acc[j]);
 }
 
+/* Q6_K against activations quantized per 256 (nk_qact's dk and bsum): per super-block,
+ * d * d_x * sum over groups of sc * (sum(q x) - 32 sum(x)), q unbiased (0-63), all in
+ * integers but the last step, as q6k_row. A quarter 2n + h of the super-block at a time:
+ * its sixteen weight vectors (columns 16h..16h+15 plus 0, 32, 64 and 96 of half n, groups
+ * 8n + h + 0, 2, 4, 6) are decoded once and serve every token of the tile. */
+static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int64_t g, int64_t t0,
+                                                            const int nt) {
+  const int64_t kp = mm->kp, nsb = mm->cols / 256;
+  const uint8_t *grp = mm->w + g * 16 * mm->row_bytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  __m512 acc[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
+  const int prefetch = t0 == 0;
+  for (int64_t i = 0; i < nsb; i++) {
+    const uint8_t *blk = grp + i * NK_R16_Q6_K_BLOCK;
+    __m512i isum[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) isum[j] = _mm512_setzero_si512();
+    for (int quarter = 0; quarter < 4; quarter++) {
+      const int n = quarter / 2, h = quarter % 2;
+      const uint8_t *qs = blk + NK_R16_Q6_K_QS + 768 * quarter;
+      __m512i w[4][4];
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; u++) {
+        /* A sixteenth of the super-block per unit: bursts of prefetches stall the loads. */
+        if (prefetch) {
+          nk_prefetch_ahead(mm, blk + NK_R16_Q6_K_BLOCK / 16 * (4 * quarter + u),
+                            NK_R16_Q6_K_BLOCK / 16);
+        }
+        const __m512i a = _mm512_loadu_si512(qs + 64 * u),
+                      b = _mm512_loadu_si512(qs + 256 + 64 * u);
+        const __m512i hi = _mm512_loadu_si512(qs + 512 + 64 * u);
+        w[0][u] = _mm512_ternarylogic_epi32(
+            a, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 4), bits45), 0xEA);
+        w[1][u] = _mm512_ternarylogic_epi32(
+            b, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 2), bits45), 0xEA);
+        w[2][u] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(a, 4), low4,
+                                            _mm512_and_si512(hi, bits45), 0xEA);
+        w[3][u] =
+            _mm512_ternarylogic_epi32(_mm512_srli_epi16(b, 4), low4,
+                                      _mm512_and_si512(_mm512_srli_epi16(hi, 2), bits45), 0xEA);
+      }
+      __m512i sc[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) {
+        const int grp16 = 8 * n + 2 * k + h;
+        sc[k] = _mm512_cvtepi8_epi32(
+            _mm_loadu_si128((const __m128i *)(blk + NK_R16_Q6_K_SCALES + 16 * grp16)));
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < nt; j++) {
+        const int8_t *xq = mm->act.q + (t0 + j) * kp + 256 * i + 128 * n + 16 * h;
+        const int16_t *bsum = mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i + 8 * n + h;
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+          /* Each group's sum starts at -32 sum(x): the bias of the unbiased values. */
+          __m512i s = _mm512_set1_epi32(-32 * bsum[2 * k]);
+#pragma GCC unroll 4
+          for (int u = 0; u < 4; u++)
+            s = _mm512_dpbusd_epi32(s, w[k][u], act4(xq + 32 * k + 4 * u));
+          isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(s, sc[k]));
+        }
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) {
+      const float dk = mm->act.dk[(t0 + j) * (kp / 256) + i];
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), _mm512_mul_ps(d, _mm512_set1_ps(dk)),
+                               acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < nt; j++) store16(mm, g, t0 + j, acc[j]);
+}
+
 #define CASE(tile, t) \
   case t: tile(mm, g, t0, t); break;
 
@@ -152,18 +230,33 @@ static void q4_k_tiles(const nk_mm *mm, int64_t g, int64_t t0, int nt) {
   }
 }
 
+/* Q6_K keeps one register of integer sums per token beside its f32 sums, up to eight. */
+static void q6_k_tiles(const nk_mm *mm, int64_t g, int64_t t0, int nt) {
+  switch (nt) {
+    CASE(q6_k_tile, 1) CASE(q6_k_tile, 2) CASE(q6_k_tile, 3) CASE(q6_k_tile, 4)
+    CASE(q6_k_tile, 5) CASE(q6_k_tile, 6) CASE(q6_k_tile, 7) CASE(q6_k_tile, 8)
+    default: break;
+  }
+}
+
 void nk_r16_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1) {
+  /* Q6_K's integer sums need the per-256 activations, which a product sharing them with
+   * per-32 types (Q8_0 beside Q6_K in one matmulMany) lacks: plain C computes that mix. */
+  if (mm->type == NK_Q6_K_R16 && !mm->act.dk) {
+    nk_r16_rows_portable(mm, r0, r1);
+    return;
+  }
   const int64_t n = mm->n_tokens;
-  const int q8 = mm->type == NK_Q8_0_R16;
   /* Tiles of even size: 17 tokens go as 9 + 8, not 16 + 1. */
-  const int64_t most = q8 ? 16 : 8, tiles = (n + most - 1) / most, per = (n + tiles - 1) / tiles;
+  const int64_t most = mm->type == NK_Q8_0_R16 ? 16 : 8, tiles = (n + most - 1) / most,
+                per = (n + tiles - 1) / tiles;
   for (int64_t g = r0 / 16; g < r1 / 16; g++) {
     for (int64_t t0 = 0; t0 < n; t0 += per) {
       const int nt = (int)(n - t0 < per ? n - t0 : per);
-      if (q8) {
-        q8_0_tiles(mm, g, t0, nt);
-      } else {
-        q4_k_tiles(mm, g, t0, nt);
+      switch (mm->type) {
+        case NK_Q8_0_R16: q8_0_tiles(mm, g, t0, nt); break;
+        case NK_Q4_K_R16: q4_k_tiles(mm, g, t0, nt); break;
+        default: q6_k_tiles(mm, g, t0, nt); break;
       }
     }
   }

@@ -33,6 +33,7 @@ enum {
   /* Repacked for few-row products (nk_repack; not ggml types). */
   NK_Q8_0_R16 = 0x108,
   NK_Q4_K_R16 = 0x10C,
+  NK_Q6_K_R16 = 0x10E,
 };
 
 enum { NK_OK = 0, NK_EINVAL = -1, NK_ENOMEM = -2, NK_EUNSUPPORTED = -3, NK_EINTERRUPTED = -4 };

@@ -50,6 +50,9 @@ enum {
   NK_R16_Q4_K_SCALES = 64,
   NK_R16_Q4_K_MINS = 192,
   NK_R16_Q4_K_QS = 320,
+  NK_R16_Q6_K_BLOCK = 3360,
+  NK_R16_Q6_K_SCALES = 32,
+  NK_R16_Q6_K_QS = 288,
 };
 
 /* ggml's block layouts (ggml-common.h); f16 fields as raw bits. */

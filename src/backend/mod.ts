@@ -17,7 +17,7 @@ export interface BackendOptions {
   threads: number;
   /** CPU: read weights in place from the mmapped file (default true; false copies them). */
   mmap?: boolean;
-  /** CPU: Q8_0 and Q4_K matrices repacked at load for few-row products (default true). */
+  /** CPU: Q8_0, Q4_K and Q6_K matrices repacked at load for few-row products (default true). */
   repack?: boolean;
   /** CUDA libraries and device ([cuda] of neuron.toml); defaults search the usual places. */
   cuda?: CudaBackendOptions;

@@ -42,7 +42,7 @@ efficiency: the second over the first.
       --device D       auto | cpu | cuda (default auto)
       --mmap 0|1       CPU: 1 reads weights in place from the mmapped file (default),
                        0 copies them onto huge pages at load (llama.cpp's --no-mmap)
-      --repack 0|1     CPU: 1 repacks Q8_0 and Q4_K matrices at load for batched
+      --repack 0|1     CPU: 1 repacks Q8_0, Q4_K and Q6_K matrices at load for batched
                        products (default), 0 keeps the GGUF layout
   -c, --concurrency L  also serve L concurrent streams each (32-token prompts, -n tokens)
       --constrained F  with -c: only the decode speeds, free and with every output under

@@ -30,7 +30,7 @@ export const nativeSchema = z.strictObject({
   model_dirs: z.array(z.string().min(1)).default([]),
   threads: z.int().min(1).max(1024).optional(),
   mmap: z.boolean().default(true),
-  // CPU: Q8_0 and Q4_K matrices repacked at load so that batched decode and speculative
+  // CPU: Q8_0, Q4_K and Q6_K matrices repacked at load so that batched decode and speculative
   // verification multiply several rows per pass over the weights at the prefill rate.
   repack: z.boolean().default(true),
   // `reference` is the pure-TypeScript backend: slow, for checking the others.

@@ -19,7 +19,7 @@ export interface LocalRunnerOptions {
   threads: number;
   /** CPU: weights read in place from the mmapped file (default) or copied (false). */
   mmap?: boolean;
-  /** CPU: Q8_0 and Q4_K matrices repacked at load for few-row products (default true). */
+  /** CPU: Q8_0, Q4_K and Q6_K matrices repacked at load for few-row products (default true). */
   repack?: boolean;
   /** Where the CUDA libraries are ([cuda] of neuron.toml). */
   cuda?: { libcuda?: string; libcublas?: string };

@@ -41,7 +41,7 @@ export interface TpRunnerOptions {
   threads: number;
   /** CPU: unsliced weights read in place from the mmapped file (default) or copied (false). */
   mmap?: boolean;
-  /** CPU: Q8_0 and Q4_K matrices repacked at load for few-row products (default true). */
+  /** CPU: Q8_0, Q4_K and Q6_K matrices repacked at load for few-row products (default true). */
   repack?: boolean;
   tensorParallel: number;
   /** The CUDA device of each rank (default 0..N-1). */

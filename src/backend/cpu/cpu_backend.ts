@@ -67,7 +67,7 @@ export interface CpuBackendOptions {
    * like llama.cpp's --no-mmap.
    */
   mmap?: boolean;
-  /** True (default): Q8_0 and Q4_K matrices and expert stacks are repacked at load into the
+  /** True (default): Q8_0, Q4_K and Q6_K matrices and expert stacks are repacked at load into the
    * arena, whatever `mmap` says (repacked.ts); false keeps every weight in its GGUF layout. */
   repack?: boolean;
 }

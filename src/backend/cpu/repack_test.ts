@@ -40,6 +40,7 @@ function repacked(pool: Pool, info: GgmlTypeInfo, w: Uint8Array, rows: number, c
 const SHAPES: Record<string, Array<[number, number]>> = {
   Q8_0: [[16, 96], [80, 512], [48, 1280]],
   Q4_K: [[16, 256], [80, 512], [48, 1280]],
+  Q6_K: [[16, 256], [80, 512], [48, 1280]],
 };
 
 for (const name of Object.keys(SHAPES)) {
@@ -132,6 +133,24 @@ Deno.test({
         assert(relError(ys[1], want[1]) <= SAME_TOLERANCE, `n=${n}: Q5_K beside it`);
       }
 
+      // A repacked Q6_K beside Q8_0 gets per-32 activations only: the plain C kernel's case.
+      const q6 = ggmlTypeByName("Q6_K")!;
+      const w6 = randomBlocks(q6, (rows * cols) / q6.blockSize, rng);
+      const r6 = repacked(pool, q6, w6, rows, cols);
+      for (const n of [1, 5]) {
+        const x = randomF32(rng, n * cols);
+        const want = new Float32Array(n * rows);
+        pool.matmulRef(q6.id, w6, rows, cols, x, n, want);
+        const ys = [new Float32Array(n * rows).fill(NaN), new Float32Array(n * rows).fill(NaN)];
+        pool.matmulMany(
+          [{ type: r.type, w: r.w, rows, y: ys[0] }, { type: r6.type, w: r6.w, rows, y: ys[1] }],
+          cols,
+          x,
+          n,
+        );
+        assert(relError(ys[1], want) <= TOLERANCE, `n=${n}: repacked Q6_K beside Q8_0`);
+      }
+
       // Rows must come in whole groups of sixteen.
       const odd = randomBlocks(q8, (40 * cols) / q8.blockSize, rng);
       assertThrows(() => pool.repack(q8.id, odd, 40, cols, new Uint8Array(odd.length)));
@@ -150,23 +169,25 @@ Deno.test({
   ignore: !canRepack,
   fn() {
     const ids = [...REPACKED_TYPES.keys()].sort();
-    const fromLibrary = ["Q8_0", "Q4_K"].map((n) => k.repackedType(ggmlTypeByName(n)!.id)!).sort();
+    const fromLibrary = ["Q8_0", "Q4_K", "Q6_K"].map((n) => k.repackedType(ggmlTypeByName(n)!.id)!)
+      .sort();
     assertEquals(fromLibrary, ids);
     for (const [id, { base }] of REPACKED_TYPES) assertEquals(k.repackedType(base), id);
   },
 });
 
 Deno.test({
-  name: "repacked: the CPU backend repacks Q8_0 and Q4_K at load unless told not to",
+  name: "repacked: the CPU backend repacks Q8_0, Q4_K and Q6_K at load unless told not to",
   ignore: !canRepack,
   fn() {
     const rng = new Rng(9);
     const cases = [
       { type: "Q8_0", rows: 32, repacked: true },
       { type: "Q4_K", rows: 32, repacked: true },
+      { type: "Q6_K", rows: 32, repacked: true },
       // Not a whole number of groups of sixteen, and a type the kernels do not repack.
       { type: "Q8_0", rows: 24, repacked: false },
-      { type: "Q6_K", rows: 32, repacked: false },
+      { type: "Q5_K", rows: 32, repacked: false },
     ];
     for (const repack of [true, false]) {
       const backend = new CpuBackend({ threads: 1, repack });
@@ -201,7 +222,7 @@ Deno.test({
   async fn() {
     const rng = new Rng(77);
     const [rows, cols, experts, top] = [48, 512, 6, 2];
-    for (const name of ["Q8_0", "Q4_K"]) {
+    for (const name of ["Q8_0", "Q4_K", "Q6_K"]) {
       const info = ggmlTypeByName(name)!;
       // A rank's rows of each expert, in place at a stride longer than an expert.
       const rb = rowBytes(info, cols), stride = 2 * rows * rb;

@@ -17,6 +17,7 @@ import type { WeightArena } from "./weight_arena.ts";
 export const REPACKED_TYPES: ReadonlyMap<number, { name: string; base: number }> = new Map([
   [0x108, { name: "Q8_0_R16", base: GgmlType.Q8_0 }],
   [0x10c, { name: "Q4_K_R16", base: GgmlType.Q4_K }],
+  [0x10e, { name: "Q6_K_R16", base: GgmlType.Q6_K }],
 ]);
 
 /** Rows of a repacked matrix come in groups of this many. */

@@ -43,7 +43,7 @@ export interface ModelLoadOptions {
   threads: number;
   /** CPU: weights read in place from the mmapped file (default) or copied (false). */
   mmap?: boolean;
-  /** CPU: Q8_0 and Q4_K matrices repacked at load for few-row products (default true). */
+  /** CPU: Q8_0, Q4_K and Q6_K matrices repacked at load for few-row products (default true). */
   repack?: boolean;
   /** Cap on the context (0 = the model's). Never silently below what a request needs. */
   contextLength: number;
