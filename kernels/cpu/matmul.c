@@ -198,6 +198,20 @@ nk_qact nk_qact_from(const nk_qact *act, int64_t t0) {
   return v;
 }
 
+void nk_qact_copy(const nk_qact *src, int64_t t, const nk_qact *dst, int64_t i) {
+  const int64_t kp = src->kp;
+  memcpy(dst->q + i * kp, src->q + t * kp, (size_t)kp);
+  memcpy(dst->d16 + i * (kp / 16), src->d16 + t * (kp / 16), (size_t)(kp / 16) * 4);
+  memcpy(dst->s16 + i * (kp / 16), src->s16 + t * (kp / 16), (size_t)(kp / 16) * 4);
+  memcpy(dst->d32 + i * (kp / 32), src->d32 + t * (kp / 32), (size_t)(kp / 32) * 4);
+  memcpy(dst->s32 + i * (kp / 32), src->s32 + t * (kp / 32), (size_t)(kp / 32) * 4);
+  if (src->dk) {
+    memcpy(dst->dk + i * (kp / 256), src->dk + t * (kp / 256), (size_t)(kp / 256) * 4);
+    memcpy(dst->bsum + i * (kp / 16), src->bsum + t * (kp / 16), (size_t)(kp / 16) * 2);
+    memcpy(dst->q4k + i * kp, src->q4k + t * kp, (size_t)kp);
+  }
+}
+
 /* Lays the quantized activations out in the pool's shared buffer; with `per_256`, the
  * per-256 fields too (nk_qact). */
 static int32_t alloc_act(nk_pool *pool, nk_mm *mm, int per_256) {

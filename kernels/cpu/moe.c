@@ -181,12 +181,13 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
     count[(int64_t)id + 1]++;
   }
   nk_mm probe;
-  int per_256 = 1, quant = 0;
+  int per_256 = 1, quant = 0, all_quant = 1;
   for (int32_t m = 0; m < n; m++) {
     if (!ws[m] || !ys[m] || strides[m] < 0 ||
         nk_mm_setup(&probe, types[m], ws[m], rows[m], cols, x, 1, ys[m]) != NK_OK)
       return NK_EINVAL;
     quant |= probe.tr->quant;
+    all_quant &= probe.tr->quant;
     per_256 &= probe.tr->quant && probe.tr->block_size == 256;
   }
   if (slots == 0) return NK_OK;
@@ -197,7 +198,11 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
   const nk_isa_ops *ops = nk_pool_ops(pool);
   const int64_t kp = nk_round_up(cols, NK_CHUNK);
   const int64_t n_jobs = active * n;
-  int64_t bytes = nk_round_up(slots * 4, NK_ALIGN) + nk_round_up(slots * cols * 4, NK_ALIGN) +
+  /* Quantized products read only the quantized rows: x's own rows are quantized once (a
+   * token's k slots share one) and copied in expert order; a float type reads x gathered. */
+  const int64_t x_bytes = all_quant ? nk_round_up(nk_qact_bytes(x_rows, kp, per_256), NK_ALIGN)
+                                    : nk_round_up(slots * cols * 4, NK_ALIGN);
+  int64_t bytes = nk_round_up(slots * 4, NK_ALIGN) + x_bytes +
                   nk_round_up(n_jobs * (int64_t)sizeof(nk_mm), NK_ALIGN) +
                   3 * nk_round_up((n_jobs + 1) * 8, NK_ALIGN) +
                   (quant ? nk_round_up(nk_qact_bytes(slots, kp, per_256), NK_ALIGN) : 0);
@@ -205,7 +210,7 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
   uint8_t *at = nk_pool_shared(pool, bytes);
   if (!at) return NK_ENOMEM;
   int32_t *order = carve(&at, slots * 4);
-  float *gathered = carve(&at, slots * cols * 4);
+  uint8_t *x_space = carve(&at, x_bytes);
   float *results[MANY_MAX];
   for (int32_t m = 0; m < n; m++) results[m] = carve(&at, slots * rows[m] * 4);
   experts_task a = {.pool = pool, .ops = ops, .n_jobs = n_jobs};
@@ -214,19 +219,34 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
   a.first = carve(&at, (n_jobs + 1) * 8);
   a.pfirst = carve(&at, (n_jobs + 1) * 8);
 
-  /* Slots by expert (a stable counting sort), and their rows of x gathered in that order. */
+  /* Slots by expert (a stable counting sort), and their rows of x in that order. */
   int64_t next[MAX_EXPERTS];
   memcpy(next, count, sizeof next);
   for (int64_t s = 0; s < slots; s++) order[next[(int64_t)ids[s]]++] = (int32_t)s;
-  for (int64_t i = 0; i < slots; i++) {
-    const int64_t row = x_rows == slots ? order[i] : order[i] / k;
-    memcpy(gathered + i * cols, x + row * cols, (size_t)cols * 4);
-  }
+  const float *gathered = x;
   nk_mm all;
-  nk_mm_setup(&all, types[0], ws[0], rows[0], cols, gathered, slots, results[0]);
-  if (quant) {
+  if (all_quant) {
+    nk_mm own;
+    nk_mm_setup(&own, types[0], ws[0], rows[0], cols, x, x_rows, results[0]);
+    nk_qact_place(x_space, x_rows, kp, per_256, &own.act);
+    nk_mm_quantize(pool, &own);
+    nk_mm_setup(&all, types[0], ws[0], rows[0], cols, x, slots, results[0]);
     nk_qact_place(carve(&at, nk_qact_bytes(slots, kp, per_256)), slots, kp, per_256, &all.act);
-    nk_mm_quantize(pool, &all);
+    for (int64_t i = 0; i < slots; i++) {
+      nk_qact_copy(&own.act, x_rows == slots ? order[i] : order[i] / k, &all.act, i);
+    }
+  } else {
+    float *rows_x = (float *)x_space;
+    for (int64_t i = 0; i < slots; i++) {
+      const int64_t row = x_rows == slots ? order[i] : order[i] / k;
+      memcpy(rows_x + i * cols, x + row * cols, (size_t)cols * 4);
+    }
+    gathered = rows_x;
+    nk_mm_setup(&all, types[0], ws[0], rows[0], cols, gathered, slots, results[0]);
+    if (quant) {
+      nk_qact_place(carve(&at, nk_qact_bytes(slots, kp, per_256)), slots, kp, per_256, &all.act);
+      nk_mm_quantize(pool, &all);
+    }
   }
 
   int packed_any = 0;
@@ -238,7 +258,7 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
     for (int32_t m = 0; m < n; m++, j++) {
       nk_mm *mm = &a.jobs[j];
       const uint8_t *w = (const uint8_t *)ws[m] + e * strides[m];
-      nk_mm_setup(mm, types[m], w, rows[m], cols, gathered + start * cols, rows_e,
+      nk_mm_setup(mm, types[m], w, rows[m], cols, all_quant ? x : gathered + start * cols, rows_e,
                   results[m] + start * rows[m]);
       nk_pool_prefetch_distances(pool, mm);
       if (quant) mm->act = nk_qact_from(&all.act, start);

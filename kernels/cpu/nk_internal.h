@@ -211,6 +211,8 @@ int64_t nk_qact_bytes(int64_t n_tokens, int64_t kp, int per_256);
 void nk_qact_place(uint8_t *buf, int64_t n_tokens, int64_t kp, int per_256, nk_qact *act);
 /* The part of act from token t0 on. */
 nk_qact nk_qact_from(const nk_qact *act, int64_t t0);
+/* Copies token t of src to token i of dst (the same kp and fields). */
+void nk_qact_copy(const nk_qact *src, int64_t t, const nk_qact *dst, int64_t i);
 /* Quantizes every row of mm->x into mm->act: a few on the calling thread, more over the
  * pool. */
 void nk_mm_quantize(nk_pool *pool, const nk_mm *mm);
