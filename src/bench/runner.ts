@@ -104,14 +104,21 @@ export class ModelBench {
 
   /**
    * Seconds of one speculative verification of k drafted tokens at `depth` (filled first):
-   * k + 1 rows in one step, every row's logits computed, as the engine verifies. k = 0 is a
-   * plain decode step through the same path.
+   * k + 1 rows in one step, every row's logits computed, as the engine verifies. They are
+   * read back (what sampled speculation needs), or with `greedy` only each row's argmax is,
+   * taken where the logits are (the engine's way at temperature 0). k = 0 is a plain decode
+   * step through the same path.
    */
-  verify(k: number, seed: number, depth = 0): number {
+  verify(k: number, seed: number, depth = 0, greedy = false): number {
     this.fill(depth);
     const ids = tokens(k + 1, this.model.shape.vocabSize, seed);
     const t0 = performance.now();
-    this.instance.forward(this.#step(ids, depth, true));
+    const step = this.#step(ids, depth, true);
+    if (greedy) {
+      this.instance.forwardArgmax(step);
+    } else {
+      this.instance.forward(step);
+    }
     return (performance.now() - t0) / 1000;
   }
 

@@ -43,4 +43,7 @@ Deno.test("bench: --json reports the tests run and a k = 4 verification against 
   assertEquals([v.depth, v.k], [0, 4]);
   assert(v.verify_ms > 0 && v.step_ms > 0, JSON.stringify(v));
   assert(Math.abs(v.ratio - v.verify_ms / v.step_ms) < 1e-9, JSON.stringify(v));
+  const g = v.greedy;
+  assert(g.verify_ms > 0 && g.step_ms > 0, JSON.stringify(g));
+  assert(Math.abs(g.ratio - g.verify_ms / g.step_ms) < 1e-9, JSON.stringify(g));
 });
