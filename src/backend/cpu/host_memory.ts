@@ -13,13 +13,21 @@ function mib(bytes: number): string {
   return `${Math.ceil(bytes / 2 ** 20)} MiB`;
 }
 
+/** Whether `bytes` more fit in the host's available memory, the headroom left. */
+export function hostFits(
+  bytes: number,
+  available: number = Deno.systemMemoryInfo().available,
+): boolean {
+  return bytes + HOST_HEADROOM_BYTES <= available;
+}
+
 /** Throws `cpu_out_of_memory` unless `bytes` more fit in the host's available memory. */
 export function ensureHostFits(
   bytes: number,
   what: string,
   available: number = Deno.systemMemoryInfo().available,
 ): void {
-  if (bytes + HOST_HEADROOM_BYTES > available) {
+  if (!hostFits(bytes, available)) {
     throw new CpuKernelError(
       "cpu_out_of_memory",
       `${what} needs ${mib(bytes)} of memory (plus ${mib(HOST_HEADROOM_BYTES)} headroom) but ` +

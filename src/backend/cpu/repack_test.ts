@@ -4,8 +4,8 @@
  * prefill tiles with remainders, every dispatch level (levels without the AVX-512 kernel run
  * the plain C one) and 1 and 2 threads; its rows dequantize bit for bit as the GGUF rows
  * (embedding lookups of tied output matrices read them), a repacked matrix shares one
- * matmulMany call with unpacked ones on the panel path, and expert stacks repacked at load
- * compute what they do unpacked.
+ * matmulMany call with unpacked ones on the panel path, expert stacks repacked at load
+ * compute what they do unpacked, and a copy the host cannot hold is not made.
  */
 
 import { assert, assertEquals, assertThrows } from "../../../tests/support/assert.ts";
@@ -14,7 +14,8 @@ import { everyPool, randomF32, relError, testKernels } from "../../../tests/supp
 import { rowBytes } from "../../gguf/types.ts";
 import type { CpuExperts } from "./cpu_experts.ts";
 import type { Pool } from "./pool.ts";
-import { REPACKED_TYPES } from "./repacked.ts";
+import { REPACKED_TYPES, repackExperts, repackWeight } from "./repacked.ts";
+import { WeightArena } from "./weight_arena.ts";
 import { CpuBackend } from "./cpu_backend.ts";
 import { weight } from "./handles.ts";
 
@@ -265,6 +266,46 @@ Deno.test({
       } finally {
         backend.close();
       }
+    }
+  },
+});
+
+Deno.test({
+  name: "repacked: a copy the host cannot hold is not made, and the weight keeps its GGUF layout",
+  ignore: !canRepack,
+  fn() {
+    const MiB = 2 ** 20;
+    const arena = new WeightArena(k);
+    // A new chunk (64 MiB) plus the headroom must fit what the host has available.
+    assert(arena.canReserve(MiB, 1024 * MiB));
+    assert(!arena.canReserve(MiB, 100 * MiB));
+
+    class FullArena extends WeightArena {
+      override canReserve(): boolean {
+        return false;
+      }
+    }
+    const rng = new Rng(12);
+    const info = ggmlTypeByName("Q4_K")!;
+    const [rows, cols] = [32, 256];
+    const bytes = randomBlocks(info, (2 * rows * cols) / info.blockSize, rng);
+    const source = {
+      name: "w",
+      type: info,
+      rows,
+      cols,
+      bytes,
+      pointer: Deno.UnsafePointer.of(bytes)!,
+      transient: false,
+    };
+    const pool = k.createPool(1);
+    try {
+      assert(repackWeight(k, pool, new WeightArena(k), source) !== null);
+      assertEquals(repackWeight(k, pool, new FullArena(k), source), null);
+      const experts = { ...source, experts: 2, expertStride: rows * rowBytes(info, cols) };
+      assertEquals(repackExperts(k, pool, new FullArena(k), experts), null);
+    } finally {
+      pool.destroy();
     }
   },
 });

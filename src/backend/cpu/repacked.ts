@@ -6,6 +6,7 @@
  */
 
 import type { ExpertSource, WeightSource } from "../backend.ts";
+import { log } from "../../common/log.ts";
 import { GgmlType, ggmlTypeInfo } from "../../gguf/mod.ts";
 import { CpuExperts } from "./cpu_experts.ts";
 import { CpuWeight } from "./handles.ts";
@@ -41,7 +42,9 @@ export function repackWeight(
   const { name, type, rows, cols } = source;
   const to = repackedTypeOf(kernels, source);
   if (to === null) return null;
-  const pointer = arena.reserve(rows * kernels.rowBytes(to, cols));
+  const bytes = rows * kernels.rowBytes(to, cols);
+  if (!roomFor(arena, bytes, name)) return null;
+  const pointer = arena.reserve(bytes);
   pool.repack(type.id, source.pointer, rows, cols, pointer);
   return new CpuWeight(name, type, rows, cols, pointer, to);
 }
@@ -60,6 +63,7 @@ export function repackExperts(
   const to = repackedTypeOf(kernels, source);
   if (to === null) return null;
   const stride = rows * kernels.rowBytes(to, cols);
+  if (!roomFor(arena, experts * stride, name)) return null;
   const pointer = arena.reserve(experts * stride);
   const base = Deno.UnsafePointer.value(source.pointer);
   const into = Deno.UnsafePointer.value(pointer);
@@ -73,6 +77,27 @@ export function repackExperts(
     );
   }
   return new CpuExperts(name, type, experts, rows, cols, pointer, stride, to);
+}
+
+/** Arenas that have said they stopped repacking (once each). */
+const stopped = new WeakSet<WeightArena>();
+
+/**
+ * Whether `arena` can hold `bytes` more. A copy the host cannot hold is not made: the
+ * tensor keeps its GGUF layout and is read in place (from the mapping), so a model whose
+ * file fits in the page cache but whose repacked copy does not still loads.
+ */
+function roomFor(arena: WeightArena, bytes: number, tensor: string): boolean {
+  if (arena.canReserve(bytes)) return true;
+  if (!stopped.has(arena)) {
+    stopped.add(arena);
+    log.warn("repacking stopped: the host cannot hold a copy of the next weights", {
+      tensor,
+      bytes,
+      effect: "the rest keep their GGUF layout; batched decode is slower",
+    });
+  }
+  return false;
 }
 
 function repackedTypeOf(kernels: CpuKernels, source: WeightSource): number | null {

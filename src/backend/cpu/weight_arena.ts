@@ -14,7 +14,7 @@
  * a tensor larger than a chunk gets one of its own.
  */
 
-import { ensureHostFits } from "./host_memory.ts";
+import { ensureHostFits, hostFits } from "./host_memory.ts";
 import type { CpuKernels, NativeBuffer } from "./kernels.ts";
 
 /** Large enough that the tail left unused in each chunk is a small fraction of it. */
@@ -44,6 +44,18 @@ export class WeightArena {
   reserve(n: number): Deno.PointerObject {
     const { buffer, offset } = this.#take(n);
     return Deno.UnsafePointer.offset(buffer.pointer, offset)!;
+  }
+
+  /**
+   * Whether `reserve(n)` would find its memory: room left in the current chunk, or the
+   * allocation it would make fits in the host's available memory (`available`: tests).
+   */
+  canReserve(n: number, available?: number): boolean {
+    const offset = Math.ceil(this.#used / ALIGN) * ALIGN;
+    if (n <= CHUNK_BYTES && this.#current !== null && offset + n <= this.#current.byteLength) {
+      return true;
+    }
+    return hostFits(Math.max(n, CHUNK_BYTES), available);
   }
 
   #take(bytes: number): { buffer: NativeBuffer; offset: number } {
