@@ -144,13 +144,18 @@ int32_t nk_repack(nk_pool *pool, int32_t type, const void *src, int64_t rows, in
   return NK_OK;
 }
 
+/* Row r's f16 of the sixteen at p (a repacked block's scales), as f32. */
+static float f16_of_row(const uint8_t *p, int r) {
+  uint16_t h;
+  memcpy(&h, p + 2 * r, 2);
+  return nk_f16_to_f32_1(h);
+}
+
 /* Row r of a repacked Q8_0 matrix (dequantized as ggml's dequantize_row_q8_0). */
 static void r16_row_q8_0(const uint8_t *group, int r, int64_t nb, float *y) {
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = group + b * NK_R16_Q8_0_BLOCK;
-    uint16_t h;
-    memcpy(&h, blk + 2 * r, 2);
-    const float d = nk_f16_to_f32_1(h);
+    const float d = f16_of_row(blk, r);
     for (int c = 0; c < 32; c++) {
       const uint8_t u = blk[NK_R16_Q8_0_QS + (c / 4) * 64 + 4 * r + c % 4];
       y[32 * b + c] = (float)(int8_t)(u ^ 0x80) * d;
@@ -162,10 +167,7 @@ static void r16_row_q8_0(const uint8_t *group, int r, int64_t nb, float *y) {
 static void r16_row_q4_k(const uint8_t *group, int r, int64_t nb, float *y) {
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = group + b * NK_R16_Q4_K_BLOCK;
-    uint16_t hd, hm;
-    memcpy(&hd, blk + 2 * r, 2);
-    memcpy(&hm, blk + NK_R16_Q4_K_DMIN + 2 * r, 2);
-    const float d = nk_f16_to_f32_1(hd), dmin = nk_f16_to_f32_1(hm);
+    const float d = f16_of_row(blk, r), dmin = f16_of_row(blk + NK_R16_Q4_K_DMIN, r);
     const uint8_t *sc = blk + NK_R16_Q4_K_SCALES + r, *mn = blk + NK_R16_Q4_K_MINS + r;
     for (int j = 0; j < 4; j++) {
       const float d1 = d * sc[16 * (2 * j)], m1 = dmin * mn[16 * (2 * j)];
@@ -192,9 +194,7 @@ static int r16_q6_k_value(const uint8_t *blk, int r, int c) {
 static void r16_row_q6_k(const uint8_t *group, int r, int64_t nb, float *y) {
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *blk = group + b * NK_R16_Q6_K_BLOCK;
-    uint16_t h;
-    memcpy(&h, blk + 2 * r, 2);
-    const float d = nk_f16_to_f32_1(h);
+    const float d = f16_of_row(blk, r);
     for (int c = 0; c < 256; c++) {
       const int8_t sc = (int8_t)blk[NK_R16_Q6_K_SCALES + 16 * (c / 16) + r];
       y[256 * b + c] = d * sc * (float)(r16_q6_k_value(blk, r, c) - 32);
@@ -226,9 +226,7 @@ void nk_dequantize_table_row(int32_t type, const uint8_t *w, int64_t r, int64_t 
  * d sc (d16 sum(q x) - 32 s16), q unbiased. */
 static float r16_q6_k_dot(const uint8_t *blk, int r, const int8_t *xq, const float *d16,
                           const float *s16) {
-  uint16_t h;
-  memcpy(&h, blk + 2 * r, 2);
-  const float d = nk_f16_to_f32_1(h);
+  const float d = f16_of_row(blk, r);
   float sum = 0.0f;
   for (int g = 0; g < 16; g++) {
     int32_t dot = 0;
@@ -255,14 +253,12 @@ void nk_r16_rows_portable(const nk_mm *mm, int64_t r0, int64_t r1) {
       for (int64_t b = 0; b < nb; b++) {
         if (base == NK_Q8_0) {
           const uint8_t *blk = group + b * NK_R16_Q8_0_BLOCK;
-          uint16_t h;
-          memcpy(&h, blk + 2 * i, 2);
           int32_t dot = 0;
           for (int c = 0; c < 32; c++) {
             const uint8_t u = blk[NK_R16_Q8_0_QS + (c / 4) * 64 + 4 * i + c % 4];
             dot += (int32_t)(int8_t)(u ^ 0x80) * xq[32 * b + c];
           }
-          sum += nk_f16_to_f32_1(h) * d32[b] * (float)dot;
+          sum += f16_of_row(blk, i) * d32[b] * (float)dot;
           continue;
         }
         if (base == NK_Q6_K) {
@@ -272,10 +268,7 @@ void nk_r16_rows_portable(const nk_mm *mm, int64_t r0, int64_t r1) {
           continue;
         }
         const uint8_t *blk = group + b * NK_R16_Q4_K_BLOCK;
-        uint16_t hd, hm;
-        memcpy(&hd, blk + 2 * i, 2);
-        memcpy(&hm, blk + NK_R16_Q4_K_DMIN + 2 * i, 2);
-        const float d = nk_f16_to_f32_1(hd), dmin = nk_f16_to_f32_1(hm);
+        const float d = f16_of_row(blk, i), dmin = f16_of_row(blk + NK_R16_Q4_K_DMIN, i);
         for (int s = 0; s < 8; s++) {
           int32_t dot = 0;
           for (int l = 0; l < 32; l++) {
