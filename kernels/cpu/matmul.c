@@ -11,7 +11,6 @@
 
 /* Bytes of weights per work item of the row-by-row path (nk_item_rows). */
 #define ITEM_BYTES 16384
-/* Tokens one row-by-row pass carries. */
 /* Matrices one nk_matmul_many call takes. */
 #define NK_MANY_MAX 8
 

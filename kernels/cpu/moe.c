@@ -223,7 +223,8 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
   int64_t next[MAX_EXPERTS];
   memcpy(next, count, sizeof next);
   for (int64_t s = 0; s < slots; s++) order[next[(int64_t)ids[s]]++] = (int32_t)s;
-  const float *gathered = x;
+  /* Float types read x's rows gathered in that order; quantized ones never read x. */
+  float *gathered = all_quant ? NULL : (float *)x_space;
   nk_mm all;
   if (all_quant) {
     nk_mm own;
@@ -236,12 +237,10 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
       nk_qact_copy(&own.act, x_rows == slots ? order[i] : order[i] / k, &all.act, i);
     }
   } else {
-    float *rows_x = (float *)x_space;
     for (int64_t i = 0; i < slots; i++) {
       const int64_t row = x_rows == slots ? order[i] : order[i] / k;
-      memcpy(rows_x + i * cols, x + row * cols, (size_t)cols * 4);
+      memcpy(gathered + i * cols, x + row * cols, (size_t)cols * 4);
     }
-    gathered = rows_x;
     nk_mm_setup(&all, types[0], ws[0], rows[0], cols, gathered, slots, results[0]);
     if (quant) {
       nk_qact_place(carve(&at, nk_qact_bytes(slots, kp, per_256)), slots, kp, per_256, &all.act);
@@ -258,7 +257,7 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
     for (int32_t m = 0; m < n; m++, j++) {
       nk_mm *mm = &a.jobs[j];
       const uint8_t *w = (const uint8_t *)ws[m] + e * strides[m];
-      nk_mm_setup(mm, types[m], w, rows[m], cols, all_quant ? x : gathered + start * cols, rows_e,
+      nk_mm_setup(mm, types[m], w, rows[m], cols, gathered ? gathered + start * cols : x, rows_e,
                   results[m] + start * rows[m]);
       nk_pool_prefetch_distances(pool, mm);
       if (quant) mm->act = nk_qact_from(&all.act, start);

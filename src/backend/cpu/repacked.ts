@@ -65,16 +65,9 @@ export function repackExperts(
   const stride = rows * kernels.rowBytes(to, cols);
   if (!roomFor(arena, experts * stride, name)) return null;
   const pointer = arena.reserve(experts * stride);
-  const base = Deno.UnsafePointer.value(source.pointer);
-  const into = Deno.UnsafePointer.value(pointer);
   for (let e = 0; e < experts; e++) {
-    pool.repack(
-      type.id,
-      Deno.UnsafePointer.create(base + BigInt(e * source.expertStride))!,
-      rows,
-      cols,
-      Deno.UnsafePointer.create(into + BigInt(e * stride))!,
-    );
+    const from = Deno.UnsafePointer.offset(source.pointer, e * source.expertStride)!;
+    pool.repack(type.id, from, rows, cols, Deno.UnsafePointer.offset(pointer, e * stride)!);
   }
   return new CpuExperts(name, type, experts, rows, cols, pointer, stride, to);
 }

@@ -51,33 +51,38 @@ export class WeightArena {
    * allocation it would make fits in the host's available memory (`available`: tests).
    */
   canReserve(n: number, available?: number): boolean {
+    const allocation = this.#allocationFor(Math.max(n, 1));
+    return allocation === 0 || hostFits(allocation, available);
+  }
+
+  /** Bytes taking `n` more must allocate: 0 when the current chunk has room, else a chunk
+   * (or a buffer of its own for a tensor larger than one). */
+  #allocationFor(n: number): number {
+    if (n > CHUNK_BYTES) return n;
     const offset = Math.ceil(this.#used / ALIGN) * ALIGN;
-    if (n <= CHUNK_BYTES && this.#current !== null && offset + n <= this.#current.byteLength) {
-      return true;
-    }
-    return hostFits(Math.max(n, CHUNK_BYTES), available);
+    return this.#current !== null && offset + n <= this.#current.byteLength ? 0 : CHUNK_BYTES;
   }
 
   #take(bytes: number): { buffer: NativeBuffer; offset: number } {
     const n = Math.max(bytes, 1);
+    const allocation = this.#allocationFor(n);
+    // Every page is written at once: an arena the host cannot hold would meet the OOM
+    // killer during the load rather than fail it.
+    if (allocation > 0) ensureHostFits(allocation, "the weights");
     if (n > CHUNK_BYTES) {
-      ensureHostFits(n, "the weights");
       const own = this.kernels.allocHuge(n);
       this.#chunks.push(own);
       return { buffer: own, offset: 0 };
     }
-    const offset = Math.ceil(this.#used / ALIGN) * ALIGN;
-    if (this.#current === null || offset + n > this.#current.byteLength) {
-      // Every page is written at once: an arena the host cannot hold would meet the OOM
-      // killer during the load rather than fail it.
-      ensureHostFits(CHUNK_BYTES, "the weights");
+    if (allocation > 0) {
       this.#current = this.kernels.allocHuge(CHUNK_BYTES);
       this.#chunks.push(this.#current);
       this.#used = n;
       return { buffer: this.#current, offset: 0 };
     }
+    const offset = Math.ceil(this.#used / ALIGN) * ALIGN;
     this.#used = offset + n;
-    return { buffer: this.#current, offset };
+    return { buffer: this.#current!, offset };
   }
 
   /** Frees every chunk; addresses handed out become invalid. */
