@@ -8,9 +8,10 @@
  * head: the tile's rows of all heads lie together in the paged blocks (a slot holds every
  * head's row), so the pass reads whole stretches of memory instead of one head's row every
  * few KiB, and each head's rows of the next tile are requested into L2 while this tile's
- * are multiplied (its K during the scores, its V during the weighted sum).
+ * are multiplied (its K during the scores, its V during the weighted sum). A q8_0 cache goes
+ * through integer steps of its own (kern_avx512_attention_q8.h).
  */
-#include "kern_avx512_attention_tiles.h"
+#include "kern_avx512_attention_q8.h"
 
 /* Positions a step of the walk takes: one usual paged block, so that the heads, one after
  * another, sweep 32 KiB (Qwen3-0.6B's f16 rows) where the hardware's prefetchers follow them.
@@ -18,16 +19,20 @@
  * 16 positions, 11.5 at 32, 13.5 at 64. */
 #define SPAN_TILE 16
 
-/* Floats of state kept per kv head: each row's accumulator and copied query, its running
- * maximum and sum. */
-static int64_t head_state_floats(int64_t n_rows, int64_t d) { return n_rows * (2 * d + 2); }
+/* A kv head's query rows as q8_0 (a q8_0 cache), after its running sums. */
+static q8_chunk *head_q8(float *run_sum, int64_t n_rows) {
+  return (q8_chunk *)(run_sum + n_rows);
+}
 
 int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,
                            float *part) {
   const int64_t d = a->head_dim, n_kv = a->n_kv_heads, g_n = a->n_heads / n_kv;
   const int64_t n_rows = a->n_tokens * g_n;
   if (d % 16 != 0 || d > MAX_DIM || n_rows > HEADS_PER_PASS) return 0;
-  const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d), per_head = head_state_floats(n_rows, d);
+  const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
+  const int64_t per_head = nk_attn_split_head_floats(n_rows, d);
+  /* A q8_0 cache is read by the integer steps (kern_avx512_attention_q8.h). */
+  const int q8 = a->kv_type == NK_Q8_0 && d % 64 == 0;
   float *scores = scratch + n_kv * per_head;
   /* Each position's row of kv head 0; head h's lies h rows further. */
   const uint8_t *krows[SPAN_TILE + 16], *vrows[SPAN_TILE];
@@ -46,6 +51,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
     for (int64_t r = 0; r < n_rows; r++) {
       run_max[r] = -INFINITY;
       run_sum[r] = 0.0f;
+      if (q8) q8_query_put(q + r * d, d, head_q8(run_sum, n_rows) + r * (d / 64));
     }
   }
   if (lo < hi) {
@@ -72,11 +78,21 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
       float *acc = scratch + h * per_head, *q = acc + n_rows * d;
       float *run_max = q + n_rows * d, *run_sum = run_max + n_rows;
       const int64_t off = h * row_bytes;
-      tile_scores(q, n_rows, d, krows, off, n, a->kv_type, a->scale, knext, n_next, row_bytes,
-                  scores);
+      if (q8) {
+        q8_tile_scores(head_q8(run_sum, n_rows), n_rows, d, krows, off, n, a->scale, knext, n_next,
+                       row_bytes, scores);
+      } else {
+        tile_scores(q, n_rows, d, krows, off, n, a->kv_type, a->scale, knext, n_next, row_bytes,
+                    scores);
+      }
       tile_weights(a, 0, g_n, n_rows, p0, n, scores, acc, run_max, run_sum);
-      tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, a->kv_type, acc, vnext,
-                        n_next, row_bytes);
+      if (q8) {
+        q8_tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, acc, vnext, n_next,
+                             row_bytes);
+      } else {
+        tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, a->kv_type, acc, vnext,
+                          n_next, row_bytes);
+      }
     }
   }
   for (int64_t h = 0; h < n_kv; h++) {

@@ -92,6 +92,13 @@ int64_t nk_attend_scratch_floats(const nk_attn *a);
  * together (attend_split) instead of kv head by kv head. */
 #define NK_ATTN_SPLIT_ROWS 4
 
+/* Scratch floats attend_split keeps per kv head for `rows` query rows of d values: each
+ * row's accumulator and copied query, the query again as int8 for a q8_0 cache (at most d
+ * floats), and its running maximum and sum. */
+static inline int64_t nk_attn_split_head_floats(int64_t rows, int64_t d) {
+  return rows * (3 * d + 2);
+}
+
 /* A partial softmax of one query row over a span of positions, as attend_split leaves it
  * for the merge: the row's maximum score, its sum of exp(score - maximum), then the d
  * values of its weighted sum of V rows. */

@@ -1,0 +1,219 @@
+/*
+ * A decode span's steps against a q8_0 cache (kern_avx512_attention_split.c). Converting
+ * every K and V value to f32 with its block's scale takes five instructions per sixteen
+ * values where f16 takes one, and made the halved bytes cost more time than f16's. Here:
+ * - The score is taken as llama.cpp takes it, a q8_0 . q8_0 dot product: the query, rounded
+ *   through q8_0 (attention.c), is int8 values with a scale per block, multiplied with the
+ *   stored bytes by VPDPBUSD. K's bytes are offset by 128 to make them unsigned; each sum
+ *   starts at -128 times its query values, which cancels the offset. Floats come in once
+ *   per two blocks.
+ * - V's block scales are folded into each position's weights, sixteen positions at a time,
+ *   so a V value costs one conversion to f32 whatever the number of query rows.
+ */
+#ifndef KERN_AVX512_ATTENTION_Q8_H
+#define KERN_AVX512_ATTENTION_Q8_H
+
+#include "kern_avx512_attention_tiles.h"
+
+/* 64 values (two blocks) of a query row as q8_0, laid out for VPDPBUSD's sums: lane l sums
+ * values 4l..4l+3, so lanes 0-7 hold the first block's and 8-15 the second's. A row's d / 64
+ * chunks take 3/4 of the d floats nk_attn_split_head_floats keeps for them. */
+typedef struct {
+  int8_t q[64];
+  /* Each lane's block scale. */
+  float d[16];
+  /* Each lane's starting value: -128 times the sum of its four query values. */
+  int32_t bias[16];
+} q8_chunk;
+
+/* Query row q (d values, already rounded through q8_0) as d / 64 chunks. The rounded values
+ * are exact multiples of their block's scale, 127 times which is the block's largest
+ * magnitude, so the int8 values come back exactly. */
+static inline void q8_query_put(const float *q, int64_t d, q8_chunk *out) {
+  for (int64_t b = 0; b < d / 32; b++) {
+    const float *x = q + 32 * b;
+    float amax = 0.0f;
+    for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
+    const float scale = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    q8_chunk *c = out + b / 2;
+    const int half = (int)(b % 2);
+    for (int l = 0; l < 8; l++) {
+      int32_t sum = 0;
+      for (int i = 0; i < 4; i++) {
+        const int8_t v = (int8_t)nearbyintf(x[4 * l + i] * inv);
+        c->q[32 * half + 4 * l + i] = v;
+        sum += v;
+      }
+      c->d[8 * half + l] = scale;
+      c->bias[8 * half + l] = -128 * sum;
+    }
+  }
+}
+
+/* One block of q8_scores for G <= 4 query rows and the 16 / G key rows at rows[j] + off (a
+ * tail repeats a real row; only the first n are stored), nc chunks per row, as
+ * scores_block. */
+static inline __attribute__((always_inline)) void q8_scores_block(const q8_chunk *qc,
+                                                                  const int G,
+                                                                  const uint8_t *const *rows,
+                                                                  int64_t off, int64_t n,
+                                                                  const int nc, float scale,
+                                                                  float *out) {
+  const int R = 16 / G;
+  const __m512i offset = _mm512_set1_epi8((char)0x80);
+  __m512 p[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) p[i] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int c = 0; c < nc; c++) {
+#pragma GCC unroll 16
+    for (int j = 0; j < R; j++) {
+      const nk_block_q8_0 *b = (const nk_block_q8_0 *)(rows[j] + off) + 2 * c;
+      const __m512i k = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[0].qs)),
+          _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
+      const __m512i ku = _mm512_xor_si512(k, offset);
+      const __m512 dk = _mm512_cvtph_ps(_mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_set1_epi16((short)b[0].d)), _mm_set1_epi16((short)b[1].d),
+          1));
+#pragma GCC unroll 4
+      for (int g = 0; g < G; g++) {
+        const q8_chunk *qg = qc + g * nc + c;
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_loadu_si512(qg->bias), ku,
+                                                _mm512_loadu_si512(qg->q));
+        p[g * R + j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                                       _mm512_mul_ps(dk, _mm512_loadu_ps(qg->d)), p[g * R + j]);
+      }
+    }
+  }
+  float sums[16];
+  _mm512_storeu_ps(sums, _mm512_mul_ps(nk_sum16_ps(p), _mm512_set1_ps(scale)));
+  for (int g = 0; g < G; g++) {
+    for (int j = 0; j < R && j < n; j++) out[g * NK_ATTN_TILE + j] = sums[g * R + j];
+  }
+}
+
+/* q8_scores_block for g_n rows and nc chunks, as constants. */
+static inline void q8_scores_rows(const q8_chunk *qc, int64_t g_n, int64_t nc,
+                                  const uint8_t *const *rows, int64_t off, int64_t n,
+                                  float scale, float *out) {
+#define Q8_SCORES_NC(G)                                                 \
+  switch (nc) {                                                         \
+    case 1: q8_scores_block(qc, G, rows, off, n, 1, scale, out); break; \
+    case 2: q8_scores_block(qc, G, rows, off, n, 2, scale, out); break; \
+    case 3: q8_scores_block(qc, G, rows, off, n, 3, scale, out); break; \
+    default: q8_scores_block(qc, G, rows, off, n, 4, scale, out); break; \
+  }
+  switch (g_n) {
+    case 1: Q8_SCORES_NC(1) break;
+    case 2: Q8_SCORES_NC(2) break;
+    case 3: Q8_SCORES_NC(3) break;
+    default: Q8_SCORES_NC(4) break;
+  }
+#undef Q8_SCORES_NC
+}
+
+/* tile_scores for a q8_0 cache: the g_n query rows as chunks (qc, d / 64 per row). */
+static inline void q8_tile_scores(const q8_chunk *qc, int64_t g_n, int64_t d, const uint8_t **rows,
+                                  int64_t off, int64_t n, float scale,
+                                  const uint8_t *const *next, int64_t n_next, int64_t row_bytes,
+                                  float *scores) {
+  const int64_t block = 16 / g_n;
+  for (int64_t j = n; j < nk_round_up(n, block); j++) rows[j] = rows[0];
+  for (int64_t j = nk_round_up(n, block); j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+  for (int64_t j0 = 0; j0 < n; j0 += block) {
+    for (int64_t j = j0; j < j0 + block && j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+    q8_scores_rows(qc, g_n, d / 64, rows + j0, off, n - j0, scale, scores + j0);
+  }
+}
+
+/* acc[g][0, d) += sum_j p[g][j] * v_j for heads [g0, g0 + gn), the n <= 16 V rows at
+ * rows[j] + off in q8_0 (d a multiple of 64), each row's weight times its block's scale
+ * taken first, as tile_values. */
+static inline __attribute__((always_inline)) void q8_tile_values(float *acc, const float *p,
+                                                                 const uint8_t *const *rows,
+                                                                 int64_t off, int64_t n,
+                                                                 int64_t d, int64_t g0,
+                                                                 const int gn,
+                                                                 const uint8_t *const *next,
+                                                                 int64_t n_next,
+                                                                 int64_t row_bytes) {
+  const int64_t nb = d / 32;
+  /* Block b's scale of every position, then each row's weights times them. */
+  uint16_t dh[MAX_DIM / 32][16];
+  float w[HEADS_PER_PASS][MAX_DIM / 32][16];
+  for (int64_t b = 0; b < nb; b++) {
+    for (int64_t j = 0; j < 16; j++) {
+      dh[b][j] = j < n ? ((const nk_block_q8_0 *)(rows[j] + off))[b].d : 0;
+    }
+  }
+  const __mmask16 live = (__mmask16)((1u << n) - 1);
+  for (int g = 0; g < gn; g++) {
+    const __m512 pg = _mm512_maskz_loadu_ps(live, p + (g0 + g) * NK_ATTN_TILE);
+    for (int64_t b = 0; b < nb; b++) {
+      const __m512 db = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dh[b]));
+      _mm512_storeu_ps(w[g][b], _mm512_mul_ps(pg, db));
+    }
+  }
+  for (int64_t j = n; j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+  for (int64_t c = 0; c < d; c += 64) {
+    const int64_t b0 = c / 32;
+    __m512 o[HEADS_PER_PASS][4];
+#pragma GCC unroll 4
+    for (int g = 0; g < gn; g++) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) o[g][i] = _mm512_loadu_ps(acc + (g0 + g) * d + c + 16 * i);
+    }
+    for (int64_t j = 0; j < n; j++) {
+      if (c == 0 && j < n_next) prefetch_row_l2(next[j] + off, row_bytes);
+      const nk_block_q8_0 *blk = (const nk_block_q8_0 *)(rows[j] + off) + b0;
+      __m512 v[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) {
+        v[i] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+            _mm_loadu_si128((const __m128i *)(blk[i / 2].qs + 16 * (i % 2)))));
+      }
+#pragma GCC unroll 4
+      for (int g = 0; g < gn; g++) {
+        const __m512 w0 = _mm512_set1_ps(w[g][b0][j]);
+        const __m512 w1 = _mm512_set1_ps(w[g][b0 + 1][j]);
+        o[g][0] = _mm512_fmadd_ps(w0, v[0], o[g][0]);
+        o[g][1] = _mm512_fmadd_ps(w0, v[1], o[g][1]);
+        o[g][2] = _mm512_fmadd_ps(w1, v[2], o[g][2]);
+        o[g][3] = _mm512_fmadd_ps(w1, v[3], o[g][3]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < gn; g++) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) _mm512_storeu_ps(acc + (g0 + g) * d + c + 16 * i, o[g][i]);
+    }
+  }
+}
+
+/* tile_weighted_sum for a q8_0 cache (n <= 16 positions). */
+static inline void q8_tile_weighted_sum(const nk_attn *a, int64_t t0, int64_t g_n, int64_t n_rows,
+                                        int64_t p0, int64_t n, const float *scores,
+                                        const uint8_t *const *vrows, int64_t off, float *acc,
+                                        const uint8_t *const *next, int64_t n_next,
+                                        int64_t row_bytes) {
+  const int64_t d = a->head_dim;
+  for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
+    const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
+    const int64_t ask = g0 == 0 ? n_next : 0;
+    int64_t m = 0;
+    for (int64_t r = g0; r < g0 + gn; r++) {
+      int64_t lo, hi;
+      nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
+      m = hi > m ? hi : m;
+    }
+    switch (gn) {
+      case 1: q8_tile_values(acc, scores, vrows, off, m, d, g0, 1, next, ask, row_bytes); break;
+      case 2: q8_tile_values(acc, scores, vrows, off, m, d, g0, 2, next, ask, row_bytes); break;
+      case 3: q8_tile_values(acc, scores, vrows, off, m, d, g0, 3, next, ask, row_bytes); break;
+      default: q8_tile_values(acc, scores, vrows, off, m, d, g0, 4, next, ask, row_bytes); break;
+    }
+  }
+}
+
+#endif
