@@ -30,23 +30,23 @@ typedef struct {
  * are exact multiples of their block's scale, 127 times which is the block's largest
  * magnitude, so the int8 values come back exactly. */
 static inline void q8_query_put(const float *q, int64_t d, q8_chunk *out) {
+  const __m256i ones = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < d / 32; b++) {
-    const float *x = q + 32 * b;
-    float amax = 0.0f;
-    for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
-    const float scale = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const __m512 x0 = _mm512_loadu_ps(q + 32 * b), x1 = _mm512_loadu_ps(q + 32 * b + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+    const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
     q8_chunk *c = out + b / 2;
     const int half = (int)(b % 2);
-    for (int l = 0; l < 8; l++) {
-      int32_t sum = 0;
-      for (int i = 0; i < 4; i++) {
-        const int8_t v = (int8_t)nearbyintf(x[4 * l + i] * inv);
-        c->q[32 * half + 4 * l + i] = v;
-        sum += v;
-      }
-      c->d[8 * half + l] = scale;
-      c->bias[8 * half + l] = -128 * sum;
-    }
+    /* Rounded to nearest even, as nearbyintf in the default mode. */
+    const __m128i q0 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x0, inv)));
+    const __m128i q1 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(x1, inv)));
+    const __m256i qb = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+    _mm256_storeu_si256((__m256i *)(c->q + 32 * half), qb);
+    /* Each lane's four values summed as VPDPBUSD will sum them, times -128. */
+    const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, qb);
+    _mm256_storeu_si256((__m256i *)(c->bias + 8 * half),
+                        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 7)));
+    _mm256_storeu_ps(c->d + 8 * half, _mm256_set1_ps(amax / 127.0f));
   }
 }
 
