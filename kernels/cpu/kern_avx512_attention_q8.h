@@ -86,11 +86,7 @@ static inline __attribute__((always_inline)) void q8_scores_block(const q8_chunk
       }
     }
   }
-  float sums[16];
-  _mm512_storeu_ps(sums, _mm512_mul_ps(nk_sum16_ps(p), _mm512_set1_ps(scale)));
-  for (int g = 0; g < G; g++) {
-    for (int j = 0; j < R && j < n; j++) out[g * NK_ATTN_TILE + j] = sums[g * R + j];
-  }
+  block_scores_put(p, G, n, scale, out);
 }
 
 /* q8_scores_block for g_n rows and nc chunks, as constants. */
@@ -119,22 +115,20 @@ static inline void q8_tile_scores(const q8_chunk *qc, int64_t g_n, int64_t d, co
                                   const uint8_t *const *next, int64_t n_next, int64_t row_bytes,
                                   float *scores) {
   const int64_t block = 16 / g_n;
-  for (int64_t j = n; j < nk_round_up(n, block); j++) rows[j] = rows[0];
-  for (int64_t j = nk_round_up(n, block); j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+  tile_scores_begin(rows, n, block, next, n_next, off, row_bytes);
   for (int64_t j0 = 0; j0 < n; j0 += block) {
-    for (int64_t j = j0; j < j0 + block && j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+    tile_block_request(next, j0, block, n_next, off, row_bytes);
     q8_scores_rows(qc, g_n, d / 64, rows + j0, off, n - j0, scale, scores + j0);
   }
 }
 
-/* acc[g][0, d) += sum_j p[g][j] * v_j for heads [g0, g0 + gn), the n <= 16 V rows at
+/* acc[g][0, d) += sum_j p[g][j] * v_j for rows g < gn, the n <= 16 V rows at
  * rows[j] + off in q8_0 (d a multiple of 64), each row's weight times its block's scale
  * taken first, as tile_values. */
 static inline __attribute__((always_inline)) void q8_tile_values(float *acc, const float *p,
                                                                  const uint8_t *const *rows,
                                                                  int64_t off, int64_t n,
-                                                                 int64_t d, int64_t g0,
-                                                                 const int gn,
+                                                                 int64_t d, const int gn,
                                                                  const uint8_t *const *next,
                                                                  int64_t n_next,
                                                                  int64_t row_bytes) {
@@ -149,7 +143,7 @@ static inline __attribute__((always_inline)) void q8_tile_values(float *acc, con
   }
   const __mmask16 live = (__mmask16)((1u << n) - 1);
   for (int g = 0; g < gn; g++) {
-    const __m512 pg = _mm512_maskz_loadu_ps(live, p + (g0 + g) * NK_ATTN_TILE);
+    const __m512 pg = _mm512_maskz_loadu_ps(live, p + g * NK_ATTN_TILE);
     for (int64_t b = 0; b < nb; b++) {
       const __m512 db = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dh[b]));
       _mm512_storeu_ps(w[g][b], _mm512_mul_ps(pg, db));
@@ -162,7 +156,7 @@ static inline __attribute__((always_inline)) void q8_tile_values(float *acc, con
 #pragma GCC unroll 4
     for (int g = 0; g < gn; g++) {
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) o[g][i] = _mm512_loadu_ps(acc + (g0 + g) * d + c + 16 * i);
+      for (int i = 0; i < 4; i++) o[g][i] = _mm512_loadu_ps(acc + g * d + c + 16 * i);
     }
     for (int64_t j = 0; j < n; j++) {
       if (c == 0 && j < n_next) prefetch_row_l2(next[j] + off, row_bytes);
@@ -186,33 +180,24 @@ static inline __attribute__((always_inline)) void q8_tile_values(float *acc, con
 #pragma GCC unroll 4
     for (int g = 0; g < gn; g++) {
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) _mm512_storeu_ps(acc + (g0 + g) * d + c + 16 * i, o[g][i]);
+      for (int i = 0; i < 4; i++) _mm512_storeu_ps(acc + g * d + c + 16 * i, o[g][i]);
     }
   }
 }
 
-/* tile_weighted_sum for a q8_0 cache (n <= 16 positions). */
-static inline void q8_tile_weighted_sum(const nk_attn *a, int64_t t0, int64_t g_n, int64_t n_rows,
-                                        int64_t p0, int64_t n, const float *scores,
+/* tile_weighted_sum for a q8_0 cache: a decode span's n <= 16 positions and n_rows <=
+ * HEADS_PER_PASS rows, in one pass. */
+static inline void q8_tile_weighted_sum(const nk_attn *a, int64_t g_n, int64_t n_rows, int64_t p0,
+                                        int64_t n, const float *scores,
                                         const uint8_t *const *vrows, int64_t off, float *acc,
                                         const uint8_t *const *next, int64_t n_next,
                                         int64_t row_bytes) {
-  const int64_t d = a->head_dim;
-  for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
-    const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
-    const int64_t ask = g0 == 0 ? n_next : 0;
-    int64_t m = 0;
-    for (int64_t r = g0; r < g0 + gn; r++) {
-      int64_t lo, hi;
-      nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
-      m = hi > m ? hi : m;
-    }
-    switch (gn) {
-      case 1: q8_tile_values(acc, scores, vrows, off, m, d, g0, 1, next, ask, row_bytes); break;
-      case 2: q8_tile_values(acc, scores, vrows, off, m, d, g0, 2, next, ask, row_bytes); break;
-      case 3: q8_tile_values(acc, scores, vrows, off, m, d, g0, 3, next, ask, row_bytes); break;
-      default: q8_tile_values(acc, scores, vrows, off, m, d, g0, 4, next, ask, row_bytes); break;
-    }
+  const int64_t d = a->head_dim, m = tile_seen_end(a, 0, g_n, 0, n_rows, p0, n);
+  switch (n_rows) {
+    case 1: q8_tile_values(acc, scores, vrows, off, m, d, 1, next, n_next, row_bytes); break;
+    case 2: q8_tile_values(acc, scores, vrows, off, m, d, 2, next, n_next, row_bytes); break;
+    case 3: q8_tile_values(acc, scores, vrows, off, m, d, 3, next, n_next, row_bytes); break;
+    default: q8_tile_values(acc, scores, vrows, off, m, d, 4, next, n_next, row_bytes); break;
   }
 }
 

@@ -87,7 +87,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
       }
       tile_weights(a, 0, g_n, n_rows, p0, n, scores, acc, run_max, run_sum);
       if (q8) {
-        q8_tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, acc, vnext, n_next,
+        q8_tile_weighted_sum(a, g_n, n_rows, p0, n, scores, vrows, off, acc, vnext, n_next,
                              row_bytes);
       } else {
         tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, a->kv_type, acc, vnext,

@@ -79,6 +79,18 @@ static inline void tile_rows(const nk_attn *a, const void *cache, int64_t p0, in
   }
 }
 
+/* A block's 16 sums p[g * R + j] (R = 16 / G key rows) reduced, scaled and stored as
+ * out[g][j] for its first n rows. */
+static inline void block_scores_put(const __m512 *p, const int G, int64_t n, float scale,
+                                    float *out) {
+  const int R = 16 / G;
+  float sums[16];
+  _mm512_storeu_ps(sums, _mm512_mul_ps(nk_sum16_ps(p), _mm512_set1_ps(scale)));
+  for (int g = 0; g < G; g++) {
+    for (int j = 0; j < R && j < n; j++) out[g * NK_ATTN_TILE + j] = sums[g * R + j];
+  }
+}
+
 /* scores[g][j] = scale * q_g . k_j for G <= 4 query rows and the 16 / G key rows at
  * rows[j] + off (a tail repeats a real row; only the first n are stored), nd sixteen-value
  * chunks per row: each K chunk converted once for all G, the G x (16 / G) sums reduced
@@ -104,11 +116,7 @@ static inline __attribute__((always_inline)) void scores_block(const float *q, c
       }
     }
   }
-  float sums[16];
-  _mm512_storeu_ps(sums, _mm512_mul_ps(nk_sum16_ps(p), _mm512_set1_ps(scale)));
-  for (int g = 0; g < G; g++) {
-    for (int j = 0; j < R && j < n; j++) out[g * NK_ATTN_TILE + j] = sums[g * R + j];
-  }
+  block_scores_put(p, G, n, scale, out);
 }
 
 /* One block of scores_block for g_n query rows and d / 16 chunks, as constants. */
@@ -130,6 +138,22 @@ static inline void scores_rows(const float *q, int64_t g_n, int64_t d,
 #undef SCORES_ND
 }
 
+/* Before a tile's scores in blocks of `block` rows: rows past n up to a whole block repeat
+ * rows[0], and the rows of next (off into each) that no block's turn reaches are
+ * requested. */
+static inline void tile_scores_begin(const uint8_t **rows, int64_t n, int64_t block,
+                                     const uint8_t *const *next, int64_t n_next, int64_t off,
+                                     int64_t row_bytes) {
+  for (int64_t j = n; j < nk_round_up(n, block); j++) rows[j] = rows[0];
+  for (int64_t j = nk_round_up(n, block); j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+}
+
+/* The turn of the block from j0: requests next's rows [j0, j0 + block). */
+static inline void tile_block_request(const uint8_t *const *next, int64_t j0, int64_t block,
+                                      int64_t n_next, int64_t off, int64_t row_bytes) {
+  for (int64_t j = j0; j < j0 + block && j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+}
+
 /* scores[g][j] = scale * q_g . k_j for the tile's n rows (at rows[j] + off) and
  * g_n <= HEADS_PER_PASS query rows, requesting the rows next[0, n_next) + off (row_bytes
  * each) a block at a time as it goes, so that they arrive while these are multiplied. */
@@ -138,10 +162,9 @@ static inline void tile_scores(const float *q, int64_t g_n, int64_t d, const uin
                                const uint8_t *const *next, int64_t n_next, int64_t row_bytes,
                                float *scores) {
   const int64_t block = 16 / g_n;
-  for (int64_t j = n; j < nk_round_up(n, block); j++) rows[j] = rows[0];
-  for (int64_t j = nk_round_up(n, block); j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+  tile_scores_begin(rows, n, block, next, n_next, off, row_bytes);
   for (int64_t j0 = 0; j0 < n; j0 += block) {
-    for (int64_t j = j0; j < j0 + block && j < n_next; j++) prefetch_row_l2(next[j] + off, row_bytes);
+    tile_block_request(next, j0, block, n_next, off, row_bytes);
     if (d == 32 || d == 64 || d == 128) {
       scores_rows(q, g_n, d, rows + j0, off, n - j0, type, scale, scores + j0);
       continue;
@@ -247,6 +270,18 @@ static inline void tile_weights(const nk_attn *a, int64_t t0, int64_t g_n, int64
   }
 }
 
+/* How far into the tile of n positions from p0 any of rows [g0, g0 + gn) sees. */
+static inline int64_t tile_seen_end(const nk_attn *a, int64_t t0, int64_t g_n, int64_t g0,
+                                    int64_t gn, int64_t p0, int64_t n) {
+  int64_t m = 0;
+  for (int64_t r = g0; r < g0 + gn; r++) {
+    int64_t lo, hi;
+    nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
+    m = hi > m ? hi : m;
+  }
+  return m;
+}
+
 /* acc[r] += the weights of row r times the tile's V rows (at vrows[j] + off, of kv type
  * `type`), for rows [0, n_rows), HEADS_PER_PASS at a time, each group stopping at the last
  * position one of its rows sees. The first pass requests next[0, n_next) + off (row_bytes
@@ -260,12 +295,7 @@ static inline void tile_weighted_sum(const nk_attn *a, int64_t t0, int64_t g_n, 
   for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
     const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
     const int64_t ask = g0 == 0 ? n_next : 0;
-    int64_t m = 0;
-    for (int64_t r = g0; r < g0 + gn; r++) {
-      int64_t lo, hi;
-      nk_attn_tile_span(a, t0 + r / g_n, p0, n, &lo, &hi);
-      m = hi > m ? hi : m;
-    }
+    const int64_t m = tile_seen_end(a, t0, g_n, g0, gn, p0, n);
     switch (gn) {
       case 1: tile_values(acc, scores, vrows, off, m, d, type, g0, 1, next, ask, row_bytes); break;
       case 2: tile_values(acc, scores, vrows, off, m, d, type, g0, 2, next, ask, row_bytes); break;
