@@ -19,9 +19,21 @@
  * 16 positions, 11.5 at 32, 13.5 at 64. */
 #define SPAN_TILE 16
 
-/* A kv head's query rows as q8_0 (a q8_0 cache), after its running sums. */
-static q8_chunk *head_q8(float *run_sum, int64_t n_rows) {
-  return (q8_chunk *)(run_sum + n_rows);
+/* A kv head's state in scratch (nk_attn_split_head_floats of it): each row's accumulator
+ * and copied query, its running maximum and sum, and for a q8_0 cache the query as q8_0. */
+typedef struct {
+  float *acc, *q, *run_max, *run_sum;
+  q8_chunk *q8;
+} head_state;
+
+static head_state head_at(float *scratch, int64_t h, int64_t n_rows, int64_t d) {
+  head_state s;
+  s.acc = scratch + h * nk_attn_split_head_floats(n_rows, d);
+  s.q = s.acc + n_rows * d;
+  s.run_max = s.q + n_rows * d;
+  s.run_sum = s.run_max + n_rows;
+  s.q8 = (q8_chunk *)(s.run_sum + n_rows);
+  return s;
 }
 
 int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,
@@ -30,10 +42,9 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
   const int64_t n_rows = a->n_tokens * g_n;
   if (d % 16 != 0 || d > MAX_DIM || n_rows > HEADS_PER_PASS) return 0;
   const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
-  const int64_t per_head = nk_attn_split_head_floats(n_rows, d);
   /* A q8_0 cache is read by the integer steps (kern_avx512_attention_q8.h). */
   const int q8 = a->kv_type == NK_Q8_0 && d % 64 == 0;
-  float *scores = scratch + n_kv * per_head;
+  float *scores = scratch + n_kv * nk_attn_split_head_floats(n_rows, d);
   /* Each position's row of kv head 0; head h's lies h rows further. */
   const uint8_t *krows[SPAN_TILE + 16], *vrows[SPAN_TILE];
   const uint8_t *knext[SPAN_TILE], *vnext[SPAN_TILE];
@@ -41,17 +52,16 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
   nk_attn_seen(a, 0, a->n_tokens, &start, &len);
   const int64_t lo = start > p_begin ? start : p_begin, hi = len < p_end ? len : p_end;
   for (int64_t h = 0; h < n_kv; h++) {
-    float *acc = scratch + h * per_head, *q = acc + n_rows * d;
-    float *run_max = q + n_rows * d, *run_sum = run_max + n_rows;
+    const head_state s = head_at(scratch, h, n_rows, d);
     /* Row r is head r % g_n of token r / g_n: the group's heads are adjacent in q. */
     for (int64_t t = 0; t < a->n_tokens; t++) {
-      memcpy(q + t * g_n * d, a->q + (t * a->n_heads + h * g_n) * d, (size_t)(g_n * d) * 4);
+      memcpy(s.q + t * g_n * d, a->q + (t * a->n_heads + h * g_n) * d, (size_t)(g_n * d) * 4);
     }
-    for (int64_t i = 0; i < n_rows * d; i++) acc[i] = 0.0f;
+    for (int64_t i = 0; i < n_rows * d; i++) s.acc[i] = 0.0f;
     for (int64_t r = 0; r < n_rows; r++) {
-      run_max[r] = -INFINITY;
-      run_sum[r] = 0.0f;
-      if (q8) q8_query_put(q + r * d, d, head_q8(run_sum, n_rows) + r * (d / 64));
+      s.run_max[r] = -INFINITY;
+      s.run_sum[r] = 0.0f;
+      if (q8) q8_query_put(s.q + r * d, d, s.q8 + r * (d / 64));
     }
   }
   if (lo < hi) {
@@ -75,37 +85,34 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
     }
     const int64_t n_next = ahead > 0 ? ahead : 0;
     for (int64_t h = 0; h < n_kv; h++) {
-      float *acc = scratch + h * per_head, *q = acc + n_rows * d;
-      float *run_max = q + n_rows * d, *run_sum = run_max + n_rows;
+      const head_state s = head_at(scratch, h, n_rows, d);
       const int64_t off = h * row_bytes;
       if (q8) {
-        q8_tile_scores(head_q8(run_sum, n_rows), n_rows, d, krows, off, n, a->scale, knext, n_next,
-                       row_bytes, scores);
+        q8_tile_scores(s.q8, n_rows, d, krows, off, n, a->scale, knext, n_next, row_bytes, scores);
       } else {
-        tile_scores(q, n_rows, d, krows, off, n, a->kv_type, a->scale, knext, n_next, row_bytes,
+        tile_scores(s.q, n_rows, d, krows, off, n, a->kv_type, a->scale, knext, n_next, row_bytes,
                     scores);
       }
-      tile_weights(a, 0, g_n, n_rows, p0, n, scores, acc, run_max, run_sum);
+      tile_weights(a, 0, g_n, n_rows, p0, n, scores, s.acc, s.run_max, s.run_sum);
       if (q8) {
-        q8_tile_weighted_sum(a, g_n, n_rows, p0, n, scores, vrows, off, acc, vnext, n_next,
+        q8_tile_weighted_sum(a, g_n, n_rows, p0, n, scores, vrows, off, s.acc, vnext, n_next,
                              row_bytes);
       } else {
-        tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, a->kv_type, acc, vnext,
+        tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, a->kv_type, s.acc, vnext,
                           n_next, row_bytes);
       }
     }
   }
   for (int64_t h = 0; h < n_kv; h++) {
-    const float *acc = scratch + h * per_head, *run_max = acc + 2 * n_rows * d;
-    const float *run_sum = run_max + n_rows;
+    const head_state s = head_at(scratch, h, n_rows, d);
     for (int64_t r = 0; r < n_rows; r++) {
       const int64_t row = (r / g_n) * a->n_heads + h * g_n + r % g_n;
       if (part) {
-        nk_attn_part_put(part, row, d, run_max[r], run_sum[r], acc + r * d);
+        nk_attn_part_put(part, row, d, s.run_max[r], s.run_sum[r], s.acc + r * d);
       } else {
         float *out = a->out + row * d;
-        const float inv = 1.0f / run_sum[r];
-        for (int64_t i = 0; i < d; i++) out[i] = acc[r * d + i] * inv;
+        const float inv = 1.0f / s.run_sum[r];
+        for (int64_t i = 0; i < d; i++) out[i] = s.acc[r * d + i] * inv;
       }
     }
   }

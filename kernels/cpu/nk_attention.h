@@ -93,8 +93,8 @@ int64_t nk_attend_scratch_floats(const nk_attn *a);
 #define NK_ATTN_SPLIT_ROWS 4
 
 /* Scratch floats attend_split keeps per kv head for `rows` query rows of d values: each
- * row's accumulator and copied query, the query again as int8 for a q8_0 cache (at most d
- * floats), and its running maximum and sum. */
+ * row's accumulator and copied query, its running maximum and sum, and the query again as
+ * q8_0 for a q8_0 cache (at most d floats). */
 static inline int64_t nk_attn_split_head_floats(int64_t rows, int64_t d) {
   return rows * (3 * d + 2);
 }
