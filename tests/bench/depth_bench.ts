@@ -56,7 +56,13 @@ const ours = kvTypes.map((t) => ModelBench.load(model, backend, maxTokens, t));
 const refTypes = ["f16", ...kvTypes.filter((t) => t !== "f16")] as ("f16" | "q8_0" | "q4_0")[];
 const refs = await Promise.all(
   refTypes.map((kvType) =>
-    openLlamaModel(path, { contextLength: maxTokens, spin: true, kvType, rotateQuantizedKv: true })
+    openLlamaModel(path, {
+      contextLength: maxTokens,
+      threads: 2,
+      spin: true,
+      kvType,
+      rotateQuantizedKv: true,
+    })
   ),
 );
 

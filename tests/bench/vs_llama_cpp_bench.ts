@@ -88,7 +88,11 @@ for (const shape of shapes) {
     closeOurs();
   }
   {
-    using ref = await openLlamaModel(path, { contextLength: pp + tg + 16, spin: true });
+    using ref = await openLlamaModel(path, {
+      contextLength: pp + tg + 16,
+      threads: 2,
+      spin: true,
+    });
     ref.logits(prompt(16, vocab, 0));
     for (let r = 1; r <= reps; r++) {
       if (!apart) timeOurs(r);
