@@ -13,11 +13,16 @@
 #include "isa_common.h"
 #include "kern_avx512.h"
 
-/* The broadcast of activations q[at..at+3]. */
-static inline __m512i act4(const int8_t *q) {
-  int32_t v;
-  memcpy(&v, q, 4);
-  return _mm512_set1_epi32(v);
+typedef int32_t __attribute__((may_alias)) act_quad;
+
+/* acc + VPDPBUSD(w, the broadcast of activations q[0..3]), the broadcast folded into the
+ * instruction's memory operand ({1to16}). GCC emits a separate VPBROADCASTD for
+ * _mm512_set1_epi32 of a loaded value; folded, a chain of them measured 8% faster on the
+ * Zen 4 VM (0.97 against 1.05 cycles each), and 16 streams of qwen3moe-mini Q4_K_M
+ * decoded 179 and 194 tok/s against 164 and 175 (runs alternating). */
+static inline __m512i dpb4(__m512i acc, __m512i w, const int8_t *q) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const act_quad *)q));
+  return acc;
 }
 
 /* The sixteen results of group g for token t. */
@@ -49,7 +54,7 @@ static inline __attribute__((always_inline)) void q8_0_tile(const nk_mm *mm, int
       for (int j = 0; j < nt; j++) {
         const int s = ns == 2 ? k & 1 : 0;
         const int8_t *xq = mm->act.q + (t0 + j) * kp + 32 * b + 4 * k;
-        ip[j][s] = _mm512_dpbusd_epi32(ip[j][s], w, act4(xq));
+        ip[j][s] = dpb4(ip[j][s], w, xq);
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
@@ -103,8 +108,8 @@ static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int
 #pragma GCC unroll 8
         for (int j = 0; j < nt; j++) {
           const int8_t *xq = mm->act.q + (t0 + j) * kp + 256 * i + 64 * q + 4 * k;
-          lo[j] = _mm512_dpbusd_epi32(lo[j], wl, act4(xq));
-          hi[j] = _mm512_dpbusd_epi32(hi[j], wh, act4(xq + 32));
+          lo[j] = dpb4(lo[j], wl, xq);
+          hi[j] = dpb4(hi[j], wh, xq + 32);
         }
       }
       const __m512 sc0 = k4_scales16(blk + NK_R16_Q4_K_SCALES + 32 * q, d),
@@ -187,7 +192,7 @@ static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int
           __m512i s = _mm512_set1_epi32(-32 * bsum[2 * k]);
 #pragma GCC unroll 4
           for (int u = 0; u < 4; u++)
-            s = _mm512_dpbusd_epi32(s, w[k][u], act4(xq + 32 * k + 4 * u));
+            s = dpb4(s, w[k][u], xq + 32 * k + 4 * u);
           isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(s, sc[k]));
         }
       }
