@@ -27,7 +27,7 @@ static inline __m512i dpb4(__m512i acc, __m512i w, const int8_t *q) {
 
 /* The sixteen results of group g for token t. */
 static inline void store16(const nk_mm *mm, int64_t g, int64_t t, __m512 v) {
-  _mm512_storeu_ps(mm->y + t * mm->rows + g * 16, v);
+  _mm512_storeu_ps(nk_y_row(mm, t) + g * 16, v);
 }
 
 /* Q8_0: per block, d_w * (d_x * sum((q + 128) x) - 128 s_x), as q8_0_row. */

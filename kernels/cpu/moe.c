@@ -8,7 +8,8 @@
  * reads k of the experts, a batch of many tokens each expert at most once. The rows of an
  * expert are gathered into one block and go through the ordinary matrix-product kernels
  * (matmul.c's activation quantization, the row-by-row kernels for a few rows, the packed
- * panels for many), all experts' work in one pass of the pool; the results are scattered
+ * panels for many), all experts' work in one pass of the pool. Repacked experts write
+ * each row's results straight into its (token, slot) row; the others' are scattered
  * back to their (token, slot) rows.
  */
 #include <math.h>
@@ -215,7 +216,7 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
     count[(int64_t)id + 1]++;
   }
   nk_mm probe;
-  int per_256 = 1, quant = 0, all_quant = 1;
+  int per_256 = 1, quant = 0, all_quant = 1, direct = 1;
   for (int32_t m = 0; m < n; m++) {
     if (!ws[m] || !ys[m] || strides[m] < 0 ||
         nk_mm_setup(&probe, types[m], ws[m], rows[m], cols, x, 1, ys[m]) != NK_OK)
@@ -223,6 +224,7 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
     quant |= probe.tr->quant;
     all_quant &= probe.tr->quant;
     per_256 &= probe.tr->quant && probe.tr->block_size == 256;
+    direct &= probe.tr->r16;
   }
   if (slots == 0) return NK_OK;
   int64_t active = 0;
@@ -240,13 +242,16 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
                   nk_round_up(n_jobs * (int64_t)sizeof(nk_mm), NK_ALIGN) +
                   3 * nk_round_up((n_jobs + 1) * 8, NK_ALIGN) +
                   (quant ? nk_round_up(nk_qact_bytes(slots, kp, per_256), NK_ALIGN) : 0);
-  for (int32_t m = 0; m < n; m++) bytes += nk_round_up(slots * rows[m] * 4, NK_ALIGN);
+  if (!direct) {
+    for (int32_t m = 0; m < n; m++) bytes += nk_round_up(slots * rows[m] * 4, NK_ALIGN);
+  }
   uint8_t *at = nk_pool_shared(pool, bytes);
   if (!at) return NK_ENOMEM;
   int32_t *order = carve(&at, slots * 4);
   uint8_t *x_space = carve(&at, x_bytes);
+  /* In expert order, unless the experts write into their slots' rows themselves. */
   float *results[MANY_MAX];
-  for (int32_t m = 0; m < n; m++) results[m] = carve(&at, slots * rows[m] * 4);
+  for (int32_t m = 0; m < n; m++) results[m] = direct ? NULL : carve(&at, slots * rows[m] * 4);
   experts_task a = {.pool = pool, .ops = ops, .n_jobs = n_jobs};
   a.jobs = carve(&at, n_jobs * (int64_t)sizeof(nk_mm));
   a.per = carve(&at, (n_jobs + 1) * 8);
@@ -262,10 +267,10 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
   nk_mm all;
   if (all_quant) {
     nk_mm own;
-    nk_mm_setup(&own, types[0], ws[0], rows[0], cols, x, x_rows, results[0]);
+    nk_mm_setup(&own, types[0], ws[0], rows[0], cols, x, x_rows, ys[0]);
     nk_qact_place(x_space, x_rows, kp, per_256, &own.act);
     nk_mm_quantize(pool, &own);
-    nk_mm_setup(&all, types[0], ws[0], rows[0], cols, x, slots, results[0]);
+    nk_mm_setup(&all, types[0], ws[0], rows[0], cols, x, slots, ys[0]);
     nk_qact_place(carve(&at, nk_qact_bytes(slots, kp, per_256)), slots, kp, per_256, &all.act);
     for (int64_t i = 0; i < slots; i++) {
       nk_qact_copy(&own.act, x_rows == slots ? order[i] : order[i] / k, &all.act, i);
@@ -275,7 +280,7 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
       const int64_t row = x_rows == slots ? order[i] : order[i] / k;
       memcpy(gathered + i * cols, x + row * cols, (size_t)cols * 4);
     }
-    nk_mm_setup(&all, types[0], ws[0], rows[0], cols, gathered, slots, results[0]);
+    nk_mm_setup(&all, types[0], ws[0], rows[0], cols, gathered, slots, ys[0]);
     if (quant) {
       nk_qact_place(carve(&at, nk_qact_bytes(slots, kp, per_256)), slots, kp, per_256, &all.act);
       nk_mm_quantize(pool, &all);
@@ -292,7 +297,8 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
       nk_mm *mm = &a.jobs[j];
       const uint8_t *w = (const uint8_t *)ws[m] + e * strides[m];
       nk_mm_setup(mm, types[m], w, rows[m], cols, gathered ? gathered + start * cols : x, rows_e,
-                  results[m] + start * rows[m]);
+                  direct ? ys[m] : results[m] + start * rows[m]);
+      if (direct) mm->y_rows = order + start;
       nk_pool_prefetch_distances(pool, mm);
       if (quant) mm->act = nk_qact_from(&all.act, start);
       /* Repacked experts always go by rows, their layout already the panels'. */
@@ -319,6 +325,7 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
     if (nk_pool_reserve(pool, scratch) != NK_OK) return NK_ENOMEM;
     nk_pool_run(pool, experts_panels, &a);
   }
+  if (direct) return NK_OK;
   /* A batch's copy is megabytes a call (16 tokens of 8 slots: 1 MiB per layer), which
    * one thread copying while the others wait made 2.5% of a 16-stream MoE step. */
   scatter_task sc = {pool, n, order, rows, ys, results, slots};

@@ -194,11 +194,20 @@ typedef struct {
   const float *x;
   int64_t n_tokens;
   float *y;
+  /* Token t's results go to row y_rows[t] of y (NULL: row t). Only the repacked kernels
+   * (r16_rows) honour it: nk_matmul_experts writes each expert's rows straight into their
+   * slots with it. */
+  const int32_t *y_rows;
   nk_qact act;
   /* How far ahead of the bytes being computed lines, and whole pages (0: none), are
    * prefetched (NK_LINE_AHEAD_HUGE and the others below). */
   int64_t line_ahead, page_ahead;
 } nk_mm;
+
+/* Where token t's results start (nk_mm's y_rows). */
+static inline float *nk_y_row(const nk_mm *mm, int64_t t) {
+  return mm->y + (mm->y_rows ? mm->y_rows[t] : t) * mm->rows;
+}
 
 /* The product of W (`type`, rows x cols, read in place) with n_tokens rows of x into y;
  * the activations' quantized form is left to the caller. NK_EINVAL when W's type or

@@ -279,7 +279,7 @@ void nk_r16_rows_portable(const nk_mm *mm, int64_t r0, int64_t r1) {
                  dmin * blk[NK_R16_Q4_K_MINS + 16 * s + i] * s32[8 * b + s];
         }
       }
-      mm->y[t * mm->rows + r] = sum;
+      nk_y_row(mm, t)[r] = sum;
     }
   }
 }
