@@ -159,40 +159,6 @@ static void experts_panels(void *arg, int32_t ith, int32_t nth) {
   }
 }
 
-/* The results of nk_matmul_experts, in expert order, copied back to their slots' rows. */
-typedef struct {
-  nk_pool *pool;
-  int32_t n;
-  const int32_t *order;
-  const int64_t *rows;
-  float *const *ys;
-  float *const *results;
-  int64_t slots;
-} scatter_task;
-
-/* Slots per work item: 16 rows of 512 floats are 32 KiB. */
-#define SCATTER_SLOTS 16
-
-static void scatter_item(const scatter_task *a, int64_t i0) {
-  const int64_t i1 = i0 + SCATTER_SLOTS < a->slots ? i0 + SCATTER_SLOTS : a->slots;
-  for (int32_t m = 0; m < a->n; m++) {
-    const int64_t r = a->rows[m];
-    for (int64_t i = i0; i < i1; i++) {
-      memcpy(a->ys[m] + (int64_t)a->order[i] * r, a->results[m] + i * r, (size_t)r * 4);
-    }
-  }
-}
-
-static void scatter_run(void *arg, int32_t ith, int32_t nth) {
-  (void)ith;
-  (void)nth;
-  scatter_task *a = arg;
-  const int64_t items = (a->slots + SCATTER_SLOTS - 1) / SCATTER_SLOTS;
-  for (int64_t i = nk_pool_next(a->pool); i < items; i = nk_pool_next(a->pool)) {
-    scatter_item(a, i * SCATTER_SLOTS);
-  }
-}
-
 /* Carves `bytes` (rounded to the alignment) from *at. */
 static void *carve(uint8_t **at, int64_t bytes) {
   void *p = *at;
@@ -326,15 +292,10 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
     nk_pool_run(pool, experts_panels, &a);
   }
   if (direct) return NK_OK;
-  /* A batch's copy is megabytes a call (16 tokens of 8 slots: 1 MiB per layer), which
-   * one thread copying while the others wait made 2.5% of a 16-stream MoE step. */
-  scatter_task sc = {pool, n, order, rows, ys, results, slots};
-  int64_t floats = 0;
-  for (int32_t m = 0; m < n; m++) floats += slots * rows[m];
-  if (floats >= PARALLEL_MIN && slots > SCATTER_SLOTS) {
-    nk_pool_run(pool, scatter_run, &sc);
-  } else {
-    for (int64_t i = 0; i < slots; i += SCATTER_SLOTS) scatter_item(&sc, i);
+  for (int32_t m = 0; m < n; m++) {
+    for (int64_t i = 0; i < slots; i++) {
+      memcpy(ys[m] + (int64_t)order[i] * rows[m], results[m] + i * rows[m], (size_t)rows[m] * 4);
+    }
   }
   return NK_OK;
 }

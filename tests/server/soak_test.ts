@@ -16,6 +16,7 @@
  * levels 60 MB apart from one round to the next (20%; in CI the old floor-of-three check
  * failed on it), which is the allocator's bookkeeping, not a leak, and would hide one.
  */
+import { median } from "../../src/bench/runner.ts";
 import { fixture } from "../fixtures.ts";
 import { parseSse, TEST_DEVICE } from "../native/support.ts";
 import { assert, assertEquals } from "../support/assert.ts";
@@ -39,12 +40,6 @@ const client = Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
 function rssMiB(pid: number): number {
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
   return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)![1]) / 1024;
-}
-
-function median(values: number[]): number {
-  const sorted = values.toSorted((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 /** The lowest of a few readings 100 ms apart: a round's last frees land just after it. */
