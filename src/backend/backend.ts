@@ -335,8 +335,13 @@ export interface Backend {
    */
   argmaxRows(a: Activation, masks?: readonly (Uint32Array | null)[]): Int32Array;
 
-  /** Reads an activation back to the host. */
-  read(a: Activation): Float32Array;
+  /**
+   * Reads an activation back to the host: into a new array, or into the first rows × cols
+   * values of `into` (an off-heap array, `new Float32Array(new ArrayBuffer(n))`), which
+   * comes back as that subarray. A step's rows read into the same array every step spare
+   * the host a fresh allocation per step, whose first touch costs a page fault per 4 KiB.
+   */
+  read(a: Activation, into?: Float32Array): Float32Array;
 
   /** Releases everything the backend holds. */
   close(): void;
@@ -371,4 +376,12 @@ export interface BandwidthProbe {
 export function bandwidthProbeOf(backend: Backend): BandwidthProbe | null {
   const b = backend as Backend & Partial<BandwidthProbe>;
   return typeof b.bandwidthGBs === "function" ? b as Backend & BandwidthProbe : null;
+}
+
+/** The first `n` values of `into`, where Backend.read writes an activation of n values. */
+export function readTarget(into: Float32Array, n: number): Float32Array {
+  if (into.length < n) {
+    throw new RangeError(`read: ${n} values do not fit an array of ${into.length}`);
+  }
+  return into.subarray(0, n);
 }

@@ -10,6 +10,7 @@ import { type Backend, kvCacheBytes, type KvDType, type Step } from "../backend/
 import { architecture, optionalNumber } from "../gguf/mod.ts";
 import type { GgufModel } from "../models/family.ts";
 import { ModelInstance } from "../models/instance.ts";
+import { StepRows } from "../engine/mod.ts";
 
 export interface Measurement {
   test: string;
@@ -47,6 +48,7 @@ const FILL_CHUNK = 512;
 
 export class ModelBench {
   readonly #table: Int32Array;
+  readonly #rows = new StepRows();
   /** Positions [0, depth) of the cache hold a prompt: pp and tg run after them. */
   #depth = 0;
 
@@ -105,9 +107,9 @@ export class ModelBench {
   /**
    * Seconds of one speculative verification of k drafted tokens at `depth` (filled first):
    * k + 1 rows in one step, every row's logits computed, as the engine verifies. They are
-   * read back (what sampled speculation needs), or with `greedy` only each row's argmax is,
-   * taken where the logits are (the engine's way at temperature 0). k = 0 is a plain decode
-   * step through the same path.
+   * read back into a kept array, as the engine reads them (what sampled speculation needs),
+   * or with `greedy` only each row's argmax is, taken where the logits are (the engine's
+   * way at temperature 0). k = 0 is a plain decode step through the same path.
    */
   verify(k: number, seed: number, depth = 0, greedy = false): number {
     this.fill(depth);
@@ -117,7 +119,11 @@ export class ModelBench {
     if (greedy) {
       this.instance.forwardArgmax(step);
     } else {
-      this.instance.forward(step);
+      this.instance.forward(
+        step,
+        undefined,
+        this.#rows.target(ids.length * this.model.shape.vocabSize),
+      );
     }
     return (performance.now() - t0) / 1000;
   }

@@ -22,6 +22,7 @@ import { DraftModel } from "./spec/draft_model.ts";
 import { planDrafts } from "./spec/drafting.ts";
 import { resolveSpeculation, type SpeculativeParams } from "./spec/speculation.ts";
 import { StepBudget, stepWork } from "./step_budget.ts";
+import { StepRows } from "./step_rows.ts";
 
 /**
  * A sequence's next token and the raw top logits it asked to see; no token when its
@@ -60,6 +61,7 @@ export class Engine {
   /** The draft model's side of speculation, when one was loaded with the model. */
   readonly #drafter: DraftModel | null;
   readonly #stats = new StepCounters();
+  readonly #rows = new StepRows();
 
   constructor(runner: ModelRunner, options: EngineOptions) {
     this.#runner = runner;
@@ -245,6 +247,11 @@ export class Engine {
     };
   }
 
+  /** Values in an output row: hidden states when pooling, else logits. */
+  get #rowWidth(): number {
+    return this.#hidden ? this.#runner.shape.embeddingLength : this.#runner.shape.vocabSize;
+  }
+
   /** The step's forward pass; null when interrupted. */
   #run(step: Step, outputs: RunOutputs[], interrupt?: StepInterrupt): StepResult | null {
     const masks = this.#hidden ? undefined : this.#argmaxMasks(outputs);
@@ -253,7 +260,8 @@ export class Engine {
       const argmax = this.#runner.forwardArgmax(step, interrupt, masked ? masks : undefined);
       return argmax && { argmax };
     }
-    const rows = this.#runner.forward(step, interrupt);
+    const into = this.#rows.target(step.logitRows.length * this.#rowWidth);
+    const rows = this.#runner.forward(step, interrupt, into);
     return rows && { rows };
   }
 
@@ -275,7 +283,7 @@ export class Engine {
    * choices of its request, at the end of its prompt).
    */
   #deliver(outputs: RunOutputs[], result: StepResult): void {
-    const width = this.#hidden ? this.#runner.shape.embeddingLength : this.#runner.shape.vocabSize;
+    const width = this.#rowWidth;
     let r = 0;
     for (const { run, rows } of outputs) {
       const seq = run.seq;

@@ -7,6 +7,7 @@ export { EngineError, type EngineErrorCode } from "./errors.ts";
 export type * from "./request.ts";
 export { GREEDY, type SampledToken, type SamplingParams, topIds } from "./sampler.ts";
 export { kvPoolBlocks } from "./kv/pool_size.ts";
+export { StepRows } from "./step_rows.ts";
 export {
   MAX_DRAFT_TOKENS,
   MAX_NGRAM,

@@ -39,12 +39,12 @@ export class ModelInstance {
    * Runs one step; returns `step.logitRows.length` rows of logits (none: the step only
    * fills the cache). A backend that can stop between ops stops when `interrupt` fires and
    * null comes back: the step's work (its cache rows included) is then left half done, to
-   * be run again.
+   * be run again. With `into` the rows are read into it (Backend.read).
    */
-  forward(step: Step, interrupt?: StepInterrupt): Float32Array | null {
+  forward(step: Step, interrupt?: StepInterrupt, into?: Float32Array): Float32Array | null {
     const logits = this.model.forward(step, this.cache);
     if (!this.backend.synchronize(interrupt)) return null;
-    return step.logitRows.length > 0 ? this.backend.read(logits) : new Float32Array(0);
+    return step.logitRows.length > 0 ? this.backend.read(logits, into) : new Float32Array(0);
   }
 
   /**

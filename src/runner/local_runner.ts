@@ -64,9 +64,13 @@ export class LocalRunner implements ModelRunner {
   }
 
   forward(step: Step): Float32Array;
-  forward(step: Step, interrupt: StepInterrupt | undefined): Float32Array | null;
-  forward(step: Step, interrupt?: StepInterrupt): Float32Array | null {
-    return this.instance.forward(step, interrupt);
+  forward(
+    step: Step,
+    interrupt: StepInterrupt | undefined,
+    into?: Float32Array,
+  ): Float32Array | null;
+  forward(step: Step, interrupt?: StepInterrupt, into?: Float32Array): Float32Array | null {
+    return this.instance.forward(step, interrupt, into);
   }
 
   forwardArgmax(

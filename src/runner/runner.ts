@@ -18,9 +18,16 @@ export interface ModelRunner {
    * Runs one step; returns `step.logitRows.length` rows of `vocabSize` logits. A runner
    * whose backend can stop between ops stops when `interrupt` fires and returns null: the
    * step's work (its cache rows included) is then left half done, to be run again.
+   * With `into` (off-heap, at least rows × vocabSize long) the rows are read into it and
+   * come back as its subarray: a caller that reads every step's rows and lets them go
+   * before the next step spares the host a fresh allocation per step (Backend.read).
    */
   forward(step: Step): Float32Array;
-  forward(step: Step, interrupt: StepInterrupt | undefined): Float32Array | null;
+  forward(
+    step: Step,
+    interrupt: StepInterrupt | undefined,
+    into?: Float32Array,
+  ): Float32Array | null;
   /**
    * `forward`, returning only each logit row's argmax (greedy decoding); with `masks` (one
    * per logit row, Backend.argmaxRows), a masked row's among the tokens its bitset allows.

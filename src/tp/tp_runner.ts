@@ -320,7 +320,7 @@ export class TpRunner {
   }
 
   /** Runs one step on every rank, in lockstep; ranks never stop midway. */
-  forward(step: Step): Float32Array {
+  forward(step: Step, _interrupt?: StepInterrupt, into?: Float32Array): Float32Array {
     if (this.#closed) throw new TpError("tp_worker_failed", "the tensor-parallel group is closed");
     if (this.#failure) throw this.#failure;
     const request = stepRequest(this.modelId, step.ids, step.layout, this.kv.blockSize);
@@ -329,7 +329,7 @@ export class TpRunner {
     try {
       const { leader, replies } = this.pool.fanOut(
         request,
-        () => this.shard.forward(step)!,
+        () => this.shard.forward(step, undefined, into)!,
         { deadlineMs: this.stepDeadlineMs, abort: () => comm.abort() },
       );
       comm.disarm();

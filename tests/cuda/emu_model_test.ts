@@ -168,6 +168,23 @@ Deno.test({
 });
 
 Deno.test({
+  name: "emulated CUDA: logits read into a caller's array equal those read into a new one",
+  ignore: emu === null,
+  fn() {
+    withDecoder(paths!.q80, true, (d) => {
+      const table = Int32Array.from([3, 1, 4, 0]);
+      const logits = d.step([[5, 77, 300]], [0], [table]);
+      const fresh = d.backend.read(logits);
+      const into = new Float32Array(new ArrayBuffer(4 * (fresh.length + 3))).fill(-1);
+      const got = d.backend.read(logits, into);
+      assert(got.buffer === into.buffer && got.length === fresh.length);
+      assertEquals(got, fresh);
+      assertEquals(into.subarray(fresh.length), new Float32Array(3).fill(-1));
+    });
+  },
+});
+
+Deno.test({
   name: "emulated CUDA: close gives back every device allocation",
   ignore: emu === null,
   fn() {

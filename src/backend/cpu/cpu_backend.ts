@@ -23,6 +23,7 @@ import {
   kvCopyProblem,
   kvDTypeProblem,
   kvRowBytes,
+  readTarget,
   type RopeSpec,
   type Step,
   type StepInterrupt,
@@ -379,10 +380,14 @@ export class CpuBackend implements Backend, BandwidthProbe {
     return this.#picks.i32().slice(0, src.rows);
   }
 
-  read(a: Activation): Float32Array {
+  read(a: Activation, into?: Float32Array): Float32Array {
     this.pool.queue.flush();
     const src = act(a);
-    return src.buffer.f32().slice(0, src.rows * src.cols);
+    const rows = src.buffer.f32().subarray(0, src.rows * src.cols);
+    if (into === undefined) return rows.slice();
+    const out = readTarget(into, rows.length);
+    out.set(rows);
+    return out;
   }
 
   close(): void {

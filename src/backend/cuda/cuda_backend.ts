@@ -27,6 +27,7 @@ import type {
   Weight,
   WeightSource,
 } from "../backend.ts";
+import { readTarget } from "../backend.ts";
 import type { CudaContext } from "./context.ts";
 import { CudaError, invalidArgument } from "./errors.ts";
 import { ccString } from "./flavour.ts";
@@ -340,10 +341,11 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
     this.#wrote(x);
   }
 
-  read(a: Activation): Float32Array {
+  read(a: Activation, into?: Float32Array): Float32Array {
     const x = asActivation(a, "read");
     const ctx = this.#live();
-    const out = new Float32Array(new ArrayBuffer(4 * x.rows * x.cols));
+    const n = x.rows * x.cols;
+    const out = into === undefined ? new Float32Array(new ArrayBuffer(4 * n)) : readTarget(into, n);
     this.#readInto(ctx, out, x.ptr);
     return out;
   }

@@ -18,6 +18,7 @@ import {
   type KvCache,
   type KvCacheSpec,
   kvCopyProblem,
+  readTarget,
   type RopeSpec,
   type Step,
   type StepLayout,
@@ -378,8 +379,12 @@ export class ReferenceBackend implements Backend {
     });
   }
 
-  read(a: Activation): Float32Array {
-    return act(a).data.slice();
+  read(a: Activation, into?: Float32Array): Float32Array {
+    const data = act(a).data;
+    if (into === undefined) return data.slice();
+    const out = readTarget(into, data.length);
+    out.set(data);
+    return out;
   }
 
   close(): void {}
