@@ -10,6 +10,7 @@
 import { argmax } from "../common/argmax.ts";
 import { Rng } from "../gguf/rng.ts";
 import type { TokenFilter } from "./request.ts";
+import { candidates, drawFrom, keepMinP, keepTopK, keepTopP } from "./truncation.ts";
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -156,45 +157,11 @@ export class Sampler {
   /** Temperature, truncation (top-k, top-p, min-p), then a draw. */
   #draw(x: Float32Array): number {
     const p = this.#params;
-    const max = x[argmax(x)];
-    // Only tokens within CUTOFF of the best (after temperature) can matter.
-    const floor = max - CUTOFF * p.temperature;
-    const cand: number[] = [];
-    for (let i = 0; i < x.length; i++) if (x[i] >= floor) cand.push(i);
-    cand.sort((a, b) => x[b] - x[a] || a - b);
-
-    let n = cand.length;
-    if (p.topK > 0) n = Math.min(n, p.topK);
-    const probs = new Float64Array(n);
-    let total = 0;
-    for (let i = 0; i < n; i++) {
-      probs[i] = Math.exp((x[cand[i]] - max) / p.temperature);
-      total += probs[i];
-    }
-    if (p.topP < 1) {
-      let acc = 0;
-      for (let i = 0; i < n; i++) {
-        acc += probs[i] / total;
-        if (acc >= p.topP) {
-          n = i + 1;
-          break;
-        }
-      }
-    }
-    if (p.minP > 0) {
-      const threshold = p.minP * probs[0];
-      let keep = 1;
-      while (keep < n && probs[keep] >= threshold) keep++;
-      n = keep;
-    }
-    let mass = 0;
-    for (let i = 0; i < n; i++) mass += probs[i];
-    let r = this.#rng.float() * mass;
-    for (let i = 0; i < n; i++) {
-      r -= probs[i];
-      if (r < 0) return cand[i];
-    }
-    return cand[n - 1];
+    const c = candidates(x, x[argmax(x)], p.temperature, CUTOFF);
+    keepTopK(c, p.topK);
+    keepTopP(c, p.topP);
+    keepMinP(c, p.minP);
+    return drawFrom(c, this.#rng.float());
   }
 }
 
