@@ -10,6 +10,7 @@
 import { argmax } from "../common/argmax.ts";
 import { Rng } from "../gguf/rng.ts";
 import type { TokenFilter } from "./request.ts";
+import { expNeg } from "./exp_table.ts";
 import { candidates, drawFrom, keepMinP, keepTopK, keepTopP } from "./truncation.ts";
 
 export interface SamplingParams {
@@ -192,6 +193,6 @@ function logSumExp(x: Float32Array): number {
   let max = -Infinity;
   for (let i = 0; i < x.length; i++) if (x[i] > max) max = x[i];
   let sum = 0;
-  for (let i = 0; i < x.length; i++) sum += Math.exp(x[i] - max);
+  for (let i = 0; i < x.length; i++) sum += expNeg(max - x[i]);
   return max + Math.log(sum);
 }

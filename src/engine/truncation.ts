@@ -8,6 +8,8 @@
  * order, and the draw walks them in that order.
  */
 
+import { expNeg } from "./exp_table.ts";
+
 /** The tokens still in the running, in token order, with their unnormalised weights. */
 export interface Candidates {
   n: number;
@@ -57,13 +59,14 @@ export function candidates(
   }
   const c = shared;
   const floor = max - cutoff * temperature;
+  const inverse = 1 / temperature;
   let n = 0;
   for (let i = 0; i < x.length; i++) {
     // NaN is no candidate.
     if (!(x[i] >= floor)) continue;
     c.ids[n] = i;
     c.logits[n] = x[i];
-    c.weights[n] = Math.exp((x[i] - max) / temperature);
+    c.weights[n] = expNeg((max - x[i]) * inverse);
     n++;
   }
   c.n = n;
