@@ -72,19 +72,29 @@ async function timed(host: ModelHost, request: GenerateRequest): Promise<Timed> 
   return { ttftMs, tokens, cached };
 }
 
+/** How the concurrency streams pick their tokens: greedily unless these say otherwise. */
+export interface StreamMode {
+  /** Every output under this constraint (structured output). */
+  constraint?: OutputConstraint;
+  /** Sampled at this temperature (seeded per request) instead of greedy. */
+  temperature?: number;
+}
+
 function request(
   id: string,
   ids: number[],
   maxTokens: number,
-  constraint?: OutputConstraint,
+  mode: StreamMode = {},
+  seed = 0,
 ): GenerateRequest {
+  const temperature = mode.temperature ?? 0;
   return {
     id,
     prompt: { kind: "tokens", ids },
     maxTokens,
-    sampling: GREEDY,
+    sampling: temperature > 0 ? { ...GREEDY, temperature, seed } : GREEDY,
     ignoreEos: true,
-    ...(constraint ? { constraint } : {}),
+    ...(mode.constraint ? { constraint: mode.constraint } : {}),
   };
 }
 
@@ -106,14 +116,14 @@ export class ServingBench {
     streams: number,
     prompt: number,
     gen: number,
-    constraint?: OutputConstraint,
+    mode: StreamMode = {},
   ): Promise<ConcurrencyResult> {
     const before = await this.host.stats();
     const stream = async (i: number): Promise<Timed> => {
       let first: Timed | undefined;
       for (let made = 0; made < gen;) {
         const ids = randomTokens(prompt, this.vocab, this.#n * 7919 + i);
-        const run = await timed(this.host, request(this.#id(), ids, gen - made, constraint));
+        const run = await timed(this.host, request(this.#id(), ids, gen - made, mode, i));
         first ??= run;
         made += Math.max(1, run.tokens);
       }

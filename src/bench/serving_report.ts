@@ -14,6 +14,9 @@ export interface ServingReport {
   concurrency: ConcurrencyResult[];
   /** The same streams with every output under the `--constrained` schema. */
   constrained?: ConcurrencyResult[];
+  /** The same streams sampled at `--temperature`. */
+  sampled?: ConcurrencyResult[];
+  temperature?: number;
   ttft_behind_long?: LatencyResult;
   prefix?: PrefixResult;
 }
@@ -28,7 +31,7 @@ export async function runServing(
   cpu: { threads: number; mmap: boolean; repack: boolean },
   streams: number[],
   gen: number,
-  constraint?: OutputConstraint,
+  variant: { constraint?: OutputConstraint; temperature?: number } = {},
 ): Promise<ServingReport> {
   const host = await ModelHost.start({
     modelPath,
@@ -44,12 +47,17 @@ export async function runServing(
   try {
     const bench = new ServingBench(host, host.description.vocabSize);
     const concurrency: ConcurrencyResult[] = [];
-    const constrained: ConcurrencyResult[] = [];
+    const other: ConcurrencyResult[] = [];
     for (const n of streams) {
       concurrency.push(await bench.concurrency(n, SHORT_PROMPT, gen));
-      if (constraint) constrained.push(await bench.concurrency(n, SHORT_PROMPT, gen, constraint));
+      if (variant.constraint || variant.temperature) {
+        other.push(await bench.concurrency(n, SHORT_PROMPT, gen, variant));
+      }
     }
-    if (constraint) return { concurrency, constrained };
+    if (variant.constraint) return { concurrency, constrained: other };
+    if (variant.temperature) {
+      return { concurrency, sampled: other, temperature: variant.temperature };
+    }
     const ttft_behind_long = await bench.latencyBehindLongPrompt(LONG_PROMPT, SHORT_PROMPT);
     const prefix = await bench.prefixCache(SHARED_PROMPT);
     return { concurrency, ttft_behind_long, prefix };
@@ -59,17 +67,8 @@ export async function runServing(
 }
 
 export function printServing(r: ServingReport): void {
-  if (r.constrained) {
-    console.log("\n| streams | tg t/s free | tg t/s constrained | constrained / free |");
-    console.log("| ---: | ---: | ---: | ---: |");
-    r.concurrency.forEach((c, i) => {
-      const k = r.constrained![i];
-      console.log(
-        `| ${c.streams} | ${c.tg.toFixed(2)} | ${k.tg.toFixed(2)} | ${(k.tg / c.tg).toFixed(3)} |`,
-      );
-    });
-    return;
-  }
+  if (r.constrained) return printPair(r.concurrency, r.constrained, "free", "constrained");
+  if (r.sampled) return printPair(r.concurrency, r.sampled, "greedy", `T = ${r.temperature}`);
   console.log("\n| streams | aggregate tg t/s | x single | mean TTFT ms |");
   console.log("| ---: | ---: | ---: | ---: |");
   const single = r.concurrency[0]?.tg ?? NaN;
@@ -97,4 +96,16 @@ export function printServing(r: ServingReport): void {
         (p.first_ttft_ms / p.second_ttft_ms).toFixed(1)
       }x lower)`,
   );
+}
+
+/** Each stream count's aggregate decode both ways, side by side. */
+function printPair(a: ConcurrencyResult[], b: ConcurrencyResult[], as: string, bs: string): void {
+  console.log(`\n| streams | tg t/s ${as} | tg t/s ${bs} | ${bs} / ${as} |`);
+  console.log("| ---: | ---: | ---: | ---: |");
+  a.forEach((c, i) => {
+    const k = b[i];
+    console.log(
+      `| ${c.streams} | ${c.tg.toFixed(2)} | ${k.tg.toFixed(2)} | ${(k.tg / c.tg).toFixed(3)} |`,
+    );
+  });
 }

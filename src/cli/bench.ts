@@ -19,7 +19,8 @@ import { UsageError } from "./errors.ts";
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
                     [-p 128,512] [-n 128] [-d 0,8192] [-r REPS] [-t THREADS]
                     [--kv-type f16|q8_0|q4_0] [--device D] [--mmap 0|1] [--repack 0|1]
-                    [--concurrency 1,4,16,32] [--constrained SCHEMA.json] [--json]
+                    [--concurrency 1,4,16,32] [--constrained SCHEMA.json]
+                    [--temperature T] [--json]
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
 tokens one at a time) in tokens/s, like llama-bench, at each depth (positions already in
@@ -47,6 +48,8 @@ efficiency: the second over the first.
   -c, --concurrency L  also serve L concurrent streams each (32-token prompts, -n tokens)
       --constrained F  with -c: only the decode speeds, free and with every output under
                        the JSON schema in file F (structured output), side by side
+      --temperature T  with -c: only the decode speeds, greedy and sampled at T > 0
+                       (seeded), side by side
                        through the engine: aggregate decode tok/s and time to first
                        token; then TTFT of a short request behind a 4k-token prompt and
                        the prefix cache on a 2k-token shared prompt
@@ -153,6 +156,7 @@ export const benchCommand: Command = {
         repack: { type: "string" },
         concurrency: { type: "string", short: "c" },
         constrained: { type: "string" },
+        temperature: { type: "string" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -171,6 +175,10 @@ export const benchCommand: Command = {
     const concurrency = values.concurrency === undefined
       ? []
       : list("--concurrency", values.concurrency, []);
+    const temperature = temperatureFlag(values.temperature);
+    if (temperature !== undefined && (concurrency.length === 0 || values.constrained)) {
+      throw new UsageError("bench: --temperature goes with --concurrency, without --constrained");
+    }
     const device = (values.device ?? "auto") as DeviceChoice;
     if (!["auto", "cpu", "cuda"].includes(device)) {
       throw new UsageError(`bench: unknown device "${device}"`);
@@ -310,7 +318,7 @@ export const benchCommand: Command = {
         { threads, mmap, repack },
         concurrency,
         gens[0],
-        constraint,
+        { constraint, temperature },
       );
       if (values.json) console.log(JSON.stringify(serving));
       else printServing(serving);
@@ -318,6 +326,15 @@ export const benchCommand: Command = {
     return EXIT_OK;
   },
 };
+
+function temperatureFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const t = Number(value);
+  if (!(t > 0 && t <= 2)) {
+    throw new UsageError(`bench: --temperature takes a number in (0, 2], got "${value}"`);
+  }
+  return t;
+}
 
 const VERIFY_K = 4;
 const VERIFY_REPS = 9;

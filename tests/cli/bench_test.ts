@@ -5,13 +5,15 @@ import { fixture } from "../fixtures.ts";
 
 const MODEL = fixture("qwen3-tiny-q8_0.gguf");
 
-Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused, --repack is 0 or 1", async () => {
+Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused, --repack is 0 or 1, --temperature with -c", async () => {
   const cases: [string[], string][] = [
     [["--model", MODEL, "--quant", "q9"], "--quant"],
     [["--model", MODEL, "--quant", "q4_k_m"], "--quant"],
     [["--synthetic", "qwen3-0.6b", "--quant", "q9"], 'unknown quantization "q9"'],
     [["--model", MODEL, "--synthetic", "qwen3-0.6b"], "either --model or --synthetic"],
     [["--model", MODEL, "--repack", "yes"], "--repack takes 0 or 1"],
+    [["--model", MODEL, "-c", "1", "--temperature", "0"], "--temperature takes a number"],
+    [["--model", MODEL, "--temperature", "0.8"], "--temperature goes with --concurrency"],
   ];
   for (const [args, text] of cases) {
     const r = await runNeuron(["bench", "-p", "1", "-n", "1", "-r", "1", ...args]);
@@ -46,4 +48,32 @@ Deno.test("bench: --json reports the tests run and a k = 4 verification against 
   const g = v.greedy;
   assert(g.verify_ms > 0 && g.step_ms > 0, JSON.stringify(g));
   assert(Math.abs(g.ratio - g.verify_ms / g.step_ms) < 1e-9, JSON.stringify(g));
+});
+
+Deno.test("bench: --temperature serves the streams greedy and sampled, side by side", async () => {
+  const r = await runNeuron([
+    "bench",
+    "--model",
+    MODEL,
+    "--device",
+    "cpu",
+    "-p",
+    "8",
+    "-n",
+    "6",
+    "-r",
+    "1",
+    "-c",
+    "1,3",
+    "--temperature",
+    "0.8",
+    "--json",
+  ]);
+  assertEquals(r.code, 0, r.stderr);
+  const serving = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+  assertEquals(serving.temperature, 0.8);
+  for (const runs of [serving.concurrency, serving.sampled]) {
+    assertEquals(runs.map((c: { streams: number }) => c.streams), [1, 3]);
+    assert(runs.every((c: { tg: number }) => c.tg > 0), JSON.stringify(runs));
+  }
 });
