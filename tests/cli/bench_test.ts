@@ -23,23 +23,17 @@ Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused,
   }
 });
 
-Deno.test("bench: --json reports the tests run and a k = 4 verification against a one-token step", async () => {
-  const r = await runNeuron([
-    "bench",
-    "--model",
-    MODEL,
-    "--device",
-    "cpu",
-    "-p",
-    "8",
-    "-n",
-    "4",
-    "-r",
-    "1",
-    "--json",
-  ]);
+/** `neuron bench --json` on the tiny fixture with 8-token prompts, one repetition: the last
+ * line of its output, parsed. */
+async function benchJson(gen: number, ...extra: string[]) {
+  const args = ["--model", MODEL, "--device", "cpu", "-p", "8", "-n", `${gen}`, "-r", "1"];
+  const r = await runNeuron(["bench", ...args, ...extra, "--json"]);
   assertEquals(r.code, 0, r.stderr);
-  const report = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+  return JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+}
+
+Deno.test("bench: --json reports the tests run and a k = 4 verification against a one-token step", async () => {
+  const report = await benchJson(4);
   assertEquals(report.results.map((m: { test: string }) => m.test), ["pp8", "tg4"]);
   const v = report.verification;
   assertEquals([v.depth, v.k], [0, 4]);
@@ -51,26 +45,7 @@ Deno.test("bench: --json reports the tests run and a k = 4 verification against 
 });
 
 Deno.test("bench: --temperature serves the streams greedy and sampled, side by side", async () => {
-  const r = await runNeuron([
-    "bench",
-    "--model",
-    MODEL,
-    "--device",
-    "cpu",
-    "-p",
-    "8",
-    "-n",
-    "6",
-    "-r",
-    "1",
-    "-c",
-    "1,3",
-    "--temperature",
-    "0.8",
-    "--json",
-  ]);
-  assertEquals(r.code, 0, r.stderr);
-  const serving = JSON.parse(r.stdout.trim().split("\n").at(-1)!);
+  const serving = await benchJson(6, "-c", "1,3", "--temperature", "0.8");
   assertEquals(serving.temperature, 0.8);
   for (const runs of [serving.concurrency, serving.sampled]) {
     assertEquals(runs.map((c: { streams: number }) => c.streams), [1, 3]);
