@@ -378,6 +378,14 @@ export function bandwidthProbeOf(backend: Backend): BandwidthProbe | null {
   return typeof b.bandwidthGBs === "function" ? b as Backend & BandwidthProbe : null;
 }
 
+/** Backend.read for values already on the host: a copy, or `into` filled with them. */
+export function readHostValues(values: Float32Array, into?: Float32Array): Float32Array {
+  if (into === undefined) return values.slice();
+  const out = readTarget(into, values.length);
+  out.set(values);
+  return out;
+}
+
 /** The first `n` values of `into`, where Backend.read writes an activation of n values. */
 export function readTarget(into: Float32Array, n: number): Float32Array {
   if (into.length < n) {

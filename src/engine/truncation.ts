@@ -19,24 +19,17 @@ export interface Candidates {
   weights: Float64Array;
 }
 
-/** Scratch shared by every draw: sampling runs on one thread, one draw at a time. */
-let work = new Int32Array(0);
-let values = new Float32Array(0);
-let keep = new Uint8Array(0);
-
-function scratch(n: number): void {
-  if (work.length >= n) return;
-  work = new Int32Array(n);
-  values = new Float32Array(n);
-  keep = new Uint8Array(n);
-}
-
+/** Shared by every draw (sampling runs on one thread, one draw at a time), grown together
+ * to the vocabulary by `candidates`: the candidates, and the truncations' scratch. */
 let shared: Candidates = {
   n: 0,
   ids: new Int32Array(0),
   logits: new Float32Array(0),
   weights: new Float64Array(0),
 };
+let work = new Int32Array(0);
+let values = new Float32Array(0);
+let keep = new Uint8Array(0);
 
 /**
  * Every token within `cutoff` of the best logit `max` (in tempered units: the rest carry
@@ -49,13 +42,17 @@ export function candidates(
   temperature: number,
   cutoff: number,
 ): Candidates {
-  if (shared.ids.length < x.length) {
+  const size = x.length;
+  if (shared.ids.length < size) {
     shared = {
       n: 0,
-      ids: new Int32Array(x.length),
-      logits: new Float32Array(x.length),
-      weights: new Float64Array(x.length),
+      ids: new Int32Array(size),
+      logits: new Float32Array(size),
+      weights: new Float64Array(size),
     };
+    work = new Int32Array(size);
+    values = new Float32Array(size);
+    keep = new Uint8Array(size);
   }
   const c = shared;
   const floor = max - cutoff * temperature;
@@ -118,7 +115,6 @@ function medianOfThree(a: number, b: number, c: number): number {
 /** The k best candidates (ties at the k-th logit: the lower ids). */
 export function keepTopK(c: Candidates, k: number): void {
   if (k <= 0 || k >= c.n) return;
-  scratch(c.n);
   values.set(c.logits.subarray(0, c.n));
   const kth = kthLargest(values, c.n, k);
   let above = 0;
@@ -139,7 +135,6 @@ export function keepTopK(c: Candidates, k: number): void {
  */
 export function keepTopP(c: Candidates, p: number): void {
   if (p >= 1 || c.n <= 1) return;
-  scratch(c.n);
   let total = 0;
   for (let j = 0; j < c.n; j++) total += c.weights[j];
   let need = p * total;
@@ -187,7 +182,6 @@ export function keepTopP(c: Candidates, p: number): void {
 /** The candidates whose weight is at least `minP` of the best one's. */
 export function keepMinP(c: Candidates, minP: number): void {
   if (minP <= 0 || c.n <= 1) return;
-  scratch(c.n);
   let best = 0;
   for (let j = 0; j < c.n; j++) best = Math.max(best, c.weights[j]);
   const threshold = minP * best;

@@ -23,7 +23,7 @@ import {
   kvCopyProblem,
   kvDTypeProblem,
   kvRowBytes,
-  readTarget,
+  readHostValues,
   type RopeSpec,
   type Step,
   type StepInterrupt,
@@ -383,11 +383,7 @@ export class CpuBackend implements Backend, BandwidthProbe {
   read(a: Activation, into?: Float32Array): Float32Array {
     this.pool.queue.flush();
     const src = act(a);
-    const rows = src.buffer.f32().subarray(0, src.rows * src.cols);
-    if (into === undefined) return rows.slice();
-    const out = readTarget(into, rows.length);
-    out.set(rows);
-    return out;
+    return readHostValues(src.buffer.f32().subarray(0, src.rows * src.cols), into);
   }
 
   close(): void {

@@ -122,7 +122,8 @@ for (const c of EXPERT_CASES) {
     for (let e = 0; e < c.experts; e++) {
       w.set(randomBlocks(info, (c.rows * c.cols) / info.blockSize, rng), e * stride);
     }
-    // 300 x 3: many rows per expert, all of them copied back to slot order.
+    // 300 x 3: many rows per expert, which repacked experts write straight into their slots'
+    // rows and the others copy back to slot order.
     const shapes: Array<[number, number, boolean]> = [
       [1, 1, false],
       [1, 4, false],

@@ -18,7 +18,7 @@ import {
   type KvCache,
   type KvCacheSpec,
   kvCopyProblem,
-  readTarget,
+  readHostValues,
   type RopeSpec,
   type Step,
   type StepLayout,
@@ -380,11 +380,7 @@ export class ReferenceBackend implements Backend {
   }
 
   read(a: Activation, into?: Float32Array): Float32Array {
-    const data = act(a).data;
-    if (into === undefined) return data.slice();
-    const out = readTarget(into, data.length);
-    out.set(data);
-    return out;
+    return readHostValues(act(a).data, into);
   }
 
   close(): void {}
