@@ -25,6 +25,12 @@ static inline __m512i dpb4(__m512i acc, __m512i w, const int8_t *q) {
   return acc;
 }
 
+/* acc + VPDPWSSD(w, the broadcast of the int16 pair p[0..1]), folded as dpb4. */
+static inline __m512i dpw2(__m512i acc, __m512i w, const int16_t *p) {
+  __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const act_quad *)p));
+  return acc;
+}
+
 /* The sixteen results of group g for token t. */
 static inline void store16(const nk_mm *mm, int64_t g, int64_t t, __m512 v) {
   _mm512_storeu_ps(nk_y_row(mm, t) + g * 16, v);
@@ -133,24 +139,44 @@ static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int
 }
 
 /* Q6_K against activations quantized per 256 (nk_qact's dk and bsum): per super-block,
- * d * d_x * sum over groups of sc * (sum(q x) - 32 sum(x)), q unbiased (0-63), all in
- * integers but the last step, as q6k_row. A quarter 2n + h of the super-block at a time:
- * its sixteen weight vectors (columns 16h..16h+15 plus 0, 32, 64 and 96 of half n, groups
- * 8n + h + 0, 2, 4, 6) are decoded once and serve every token of the tile. */
+ * d * d_x * (sum over groups of sc * sum(q x) - 32 sum over groups of sc * sum(x)), q
+ * unbiased (0-63), all in integers but the last step, as q6k_row. The second sum is eight
+ * VPDPWSSDs per token (the rows' scales of two groups as int16 pairs against the token's
+ * two group sums), where starting each group's sum at -32 sum(x) took three instructions
+ * per group. A quarter 2n + h of the super-block at a time: its sixteen weight vectors
+ * (columns 16h..16h+15 plus 0, 32, 64 and 96 of half n, groups 8n + h + 0, 2, 4, 6) are
+ * decoded once and serve every token of the tile. */
 static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int64_t g, int64_t t0,
                                                             const int nt) {
   const int64_t kp = mm->kp, nsb = mm->cols / 256;
   const uint8_t *grp = mm->w + g * 16 * mm->row_bytes;
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  /* Words 0-15 (group 2p) and 16-31 (group 2p + 1) to row r's pair at 2r, 2r + 1. */
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25,
+                                              9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2,
+                                              17, 1, 16, 0);
   __m512 acc[8];
 #pragma GCC unroll 8
   for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
   const int prefetch = t0 == 0;
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = grp + i * NK_R16_Q6_K_BLOCK;
+    /* Pair p: the sixteen rows' scales of groups 2p and 2p + 1, interleaved as int16. */
+    __m512i pairs[8];
+#pragma GCC unroll 8
+    for (int p = 0; p < 8; p++) {
+      const __m256i two = _mm256_loadu_si256((const __m256i *)(blk + NK_R16_Q6_K_SCALES + 32 * p));
+      pairs[p] = _mm512_permutexvar_epi16(interleave, _mm512_cvtepi8_epi16(two));
+    }
     __m512i isum[8];
 #pragma GCC unroll 8
-    for (int j = 0; j < nt; j++) isum[j] = _mm512_setzero_si512();
+    for (int j = 0; j < nt; j++) {
+      const int16_t *bsum = mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i;
+      __m512i bias = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int p = 0; p < 8; p++) bias = dpw2(bias, pairs[p], bsum + 2 * p);
+      isum[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bias, 5));
+    }
     for (int quarter = 0; quarter < 4; quarter++) {
       const int n = quarter / 2, h = quarter % 2;
       const uint8_t *qs = blk + NK_R16_Q6_K_QS + 768 * quarter;
@@ -185,11 +211,9 @@ static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int
 #pragma GCC unroll 8
       for (int j = 0; j < nt; j++) {
         const int8_t *xq = mm->act.q + (t0 + j) * kp + 256 * i + 128 * n + 16 * h;
-        const int16_t *bsum = mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i + 8 * n + h;
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-          /* Each group's sum starts at -32 sum(x): the bias of the unbiased values. */
-          __m512i s = _mm512_set1_epi32(-32 * bsum[2 * k]);
+          __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
           for (int u = 0; u < 4; u++)
             s = dpb4(s, w[k][u], xq + 32 * k + 4 * u);
