@@ -46,13 +46,13 @@ efficiency: the second over the first.
       --repack 0|1     CPU: 1 repacks Q8_0, Q4_K and Q6_K matrices at load for batched
                        products (default), 0 keeps the GGUF layout
   -c, --concurrency L  also serve L concurrent streams each (32-token prompts, -n tokens)
+                       through the engine: aggregate decode tok/s and time to first
+                       token; then TTFT of a short request behind a 4k-token prompt and
+                       the prefix cache on a 2k-token shared prompt
       --constrained F  with -c: only the decode speeds, free and with every output under
                        the JSON schema in file F (structured output), side by side
       --temperature T  with -c: only the decode speeds, greedy and sampled at T > 0
                        (seeded), side by side
-                       through the engine: aggregate decode tok/s and time to first
-                       token; then TTFT of a short request behind a 4k-token prompt and
-                       the prefix cache on a 2k-token shared prompt
       --json           print {"pp", "tg", "bandwidth_gbs", "bytes_per_token", "decode_gbs",
                        "decode_efficiency", "results": [{"test", "depth", "tok_s", ...}]}
                        (the top-level figures are the first depth's)
