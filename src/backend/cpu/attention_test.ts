@@ -116,6 +116,31 @@ const SETUPS: Setup[] = [
     chunks: [range(0, 9), [9]],
     window: 1,
   },
+  {
+    // Qwen3-0.6B's shape: decode steps of one token and of two over spans that are merged.
+    nHeads: 16,
+    nKvHeads: 8,
+    headDim: 128,
+    blockSize: 16,
+    chunks: [range(0, 400), [400], [401, 402], [403]],
+  },
+  {
+    // Qwen3-8B's groups of four, and a window that cuts a tile.
+    nHeads: 32,
+    nKvHeads: 8,
+    headDim: 64,
+    blockSize: 16,
+    chunks: [range(0, 200), [200], [201]],
+    window: 77,
+  },
+  {
+    // Groups of one, and a tail tile of three positions.
+    nHeads: 16,
+    nKvHeads: 16,
+    headDim: 64,
+    blockSize: 8,
+    chunks: [range(0, 138), [138]],
+  },
 ];
 
 /** The positions [from, to). */
