@@ -312,8 +312,9 @@ static int64_t take(nk_share *s, int from_back, int64_t *first) {
     const uint64_t front = v >> 32, back = v & 0xffffffffu;
     if (front >= back) return 0;
     /* An eighth of what is left, so the owner's share costs a few dozen locked
-     * instructions rather than one per item (each drains this core's loads), while what
-     * is left to steal near the end still goes an item at a time. */
+     * instructions rather than one per item (each drains this core's loads). What the
+     * owner holds cannot be stolen, but that is at most an eighth of what was left, and
+     * near the end it takes (and a thief steals) an item at a time. */
     const uint64_t n = from_back || back - front < 8 ? 1 : (back - front) / 8;
     const uint64_t next = from_back ? (front << 32 | (back - 1)) : ((front + n) << 32 | back);
     if (atomic_compare_exchange_weak_explicit(&s->range, &v, next, memory_order_relaxed,
