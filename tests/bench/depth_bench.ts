@@ -70,6 +70,7 @@ console.log(`${shape} ${quant}, 2 threads; tok/s, median of ${reps}\n`);
 const head = [...kvTypes.map((t) => `neuron ${t}`), ...refTypes.map((t) => `llama.cpp ${t}`)];
 console.log(`| depth | test | ${head.join(" | ")} | neuron/llama.cpp (f16) | f16 tg vs bound |`);
 console.log(`|---|---|${head.map(() => "---|").join("")}---|---|`);
+const probeSamples: number[] = [];
 for (const depth of depths) {
   const fill = prompt(depth, vocab, 99);
   const rates = { pp: head.map(() => [] as number[]), tg: head.map(() => [] as number[]) };
@@ -80,6 +81,7 @@ for (const depth of depths) {
       rates.tg[i].push(tg / b.generate(tg, r, depth));
     });
     bandwidths.push(probe.bandwidthGBs());
+    probeSamples.push(bandwidths.at(-1)!);
     refs.forEach((ref, j) => {
       const t = ref.atDepth(fill, prompt(pp, vocab, r), tg);
       rates.pp[ours.length + j].push(pp / t.ppSeconds);
@@ -100,6 +102,7 @@ for (const depth of depths) {
     );
   }
 }
+console.log(`\nbandwidth probe (neuron's pool, after each repetition's neuron tg): ${probeSamples.map((b) => b.toFixed(1)).join(", ")} GB/s`);
 for (const r of refs) r.close();
 for (const b of ours) b.close();
 backend.close();
