@@ -102,7 +102,11 @@ for (const depth of depths) {
     );
   }
 }
-console.log(`\nbandwidth probe (neuron's pool, after each repetition's neuron tg): ${probeSamples.map((b) => b.toFixed(1)).join(", ")} GB/s`);
+console.log(
+  `\nbandwidth probe (neuron's pool, after each repetition's neuron tg): ${
+    probeSamples.map((b) => b.toFixed(1)).join(", ")
+  } GB/s`,
+);
 for (const r of refs) r.close();
 for (const b of ours) b.close();
 backend.close();
