@@ -81,13 +81,13 @@ for (const depth of depths) {
       rates.tg[i].push(tg / b.generate(tg, r, depth));
     });
     bandwidths.push(probe.bandwidthGBs());
-    probeSamples.push(bandwidths.at(-1)!);
     refs.forEach((ref, j) => {
       const t = ref.atDepth(fill, prompt(pp, vocab, r), tg);
       rates.pp[ours.length + j].push(pp / t.ppSeconds);
       rates.tg[ours.length + j].push(tg / t.tgSeconds);
     });
   }
+  probeSamples.push(...bandwidths);
   const f16 = kvTypes.indexOf("f16");
   for (const test of ["pp", "tg"] as const) {
     const m = rates[test].map(median);

@@ -26,6 +26,7 @@ import { dequantizeRow, type KvQuant, quantizeRow, roundThroughQ8 } from "../ref
 import type { KvSequence } from "./kv_layout.ts";
 import { type Setup, SETUPS } from "./attention_test_setups.ts";
 import { maxAbsDiff, randomF32, testKernels } from "../../../tests/support/cpu_kernels.ts";
+import { range } from "../../../tests/support/range.ts";
 
 /** The whole call as one sequence. */
 function one(blockTable: Int32Array, rowCount: number): KvSequence[] {
@@ -253,7 +254,7 @@ Deno.test("one kv_store + attention over many sequences equals one call per sequ
     return s;
   });
   const positions = Int32Array.from(
-    spans.flatMap(({ from, count }) => [...Array(count).keys()].map((i) => from + i)),
+    spans.flatMap(({ from, count }) => range(from, from + count)),
   );
   const keys = randomF32(rng, row * kvWidth), vals = randomF32(rng, row * kvWidth);
   const queries = randomF32(rng, row * qWidth);

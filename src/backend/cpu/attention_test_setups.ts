@@ -4,6 +4,8 @@
  * runs of prefill tokens, and sliding windows.
  */
 
+import { range } from "../../../tests/support/range.ts";
+
 export interface Setup {
   nHeads: number;
   nKvHeads: number;
@@ -45,7 +47,7 @@ export const SETUPS: Setup[] = [
     nKvHeads: 2,
     headDim: 128,
     blockSize: 16,
-    chunks: [[...Array(150).keys()], [150], [151]],
+    chunks: [range(0, 150), [150], [151]],
   },
   {
     nHeads: 2,
@@ -120,8 +122,3 @@ export const SETUPS: Setup[] = [
     chunks: [range(0, 138), [138]],
   },
 ];
-
-/** The positions [from, to). */
-function range(from: number, to: number): number[] {
-  return Array.from({ length: to - from }, (_, i) => from + i);
-}

@@ -14,6 +14,7 @@
 
 import type { AttentionShape, KvCache, KvDType, StepLayout } from "../../../src/backend/backend.ts";
 import type { Both, Pair } from "./pair.ts";
+import { range } from "../../support/range.ts";
 
 const BOUND: Record<KvDType, number> = { f32: 2e-5, f16: 4e-3, q8_0: 2e-5, q4_0: 2e-5 };
 
@@ -136,11 +137,6 @@ export function checkWindowedAttention(pair: Pair, only?: readonly KvDType[]): v
     };
     step(pair, cache, 0, decode, shape, `${what} decode`, BOUND[dtype]);
   }
-}
-
-/** The positions [from, to). */
-function range(from: number, to: number): number[] {
-  return Array.from({ length: to - from }, (_, i) => from + i);
 }
 
 /** p's values from both ends in turn: first, last, second, second to last, ... */
