@@ -78,6 +78,8 @@ export interface StreamMode {
   constraint?: OutputConstraint;
   /** Sampled at this temperature (seeded per request) instead of greedy. */
   temperature?: number;
+  /** With a temperature: the smallest set of best tokens holding this share of the mass. */
+  topP?: number;
 }
 
 function request(
@@ -92,7 +94,7 @@ function request(
     id,
     prompt: { kind: "tokens", ids },
     maxTokens,
-    sampling: temperature > 0 ? { ...GREEDY, temperature, seed } : GREEDY,
+    sampling: temperature > 0 ? { ...GREEDY, temperature, topP: mode.topP ?? 1, seed } : GREEDY,
     ignoreEos: true,
     ...(mode.constraint ? { constraint: mode.constraint } : {}),
   };

@@ -1,13 +1,13 @@
 /** Runs the serving benchmarks on a fresh engine Worker and formats what they measured. */
 
 import type { DeviceChoice } from "../backend/mod.ts";
-import type { OutputConstraint } from "../constrain/mod.ts";
 import { ModelHost } from "../harness/native/model_host.ts";
 import {
   type ConcurrencyResult,
   type LatencyResult,
   type PrefixResult,
   ServingBench,
+  type StreamMode,
 } from "./serving.ts";
 
 export interface ServingReport {
@@ -17,6 +17,7 @@ export interface ServingReport {
   /** The same streams sampled at `--temperature`. */
   sampled?: ConcurrencyResult[];
   temperature?: number;
+  top_p?: number;
   ttft_behind_long?: LatencyResult;
   prefix?: PrefixResult;
 }
@@ -31,7 +32,7 @@ export async function runServing(
   cpu: { threads: number; mmap: boolean; repack: boolean },
   streams: number[],
   gen: number,
-  variant: { constraint?: OutputConstraint; temperature?: number } = {},
+  variant: StreamMode = {},
 ): Promise<ServingReport> {
   const host = await ModelHost.start({
     modelPath,
@@ -56,7 +57,7 @@ export async function runServing(
     }
     if (variant.constraint) return { concurrency, constrained: other };
     if (variant.temperature) {
-      return { concurrency, sampled: other, temperature: variant.temperature };
+      return { concurrency, sampled: other, temperature: variant.temperature, top_p: variant.topP };
     }
     const ttft_behind_long = await bench.latencyBehindLongPrompt(LONG_PROMPT, SHORT_PROMPT);
     const prefix = await bench.prefixCache(SHARED_PROMPT);
@@ -68,7 +69,10 @@ export async function runServing(
 
 export function printServing(r: ServingReport): void {
   if (r.constrained) return printPair(r.concurrency, r.constrained, "free", "constrained");
-  if (r.sampled) return printPair(r.concurrency, r.sampled, "greedy", `T = ${r.temperature}`);
+  if (r.sampled) {
+    const label = `T = ${r.temperature}` + (r.top_p === undefined ? "" : `, top-p ${r.top_p}`);
+    return printPair(r.concurrency, r.sampled, "greedy", label);
+  }
   console.log("\n| streams | aggregate tg t/s | x single | mean TTFT ms |");
   console.log("| ---: | ---: | ---: | ---: |");
   const single = r.concurrency[0]?.tg ?? NaN;

@@ -20,7 +20,7 @@ const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUAN
                     [-p 128,512] [-n 128] [-d 0,8192] [-r REPS] [-t THREADS]
                     [--kv-type f16|q8_0|q4_0] [--device D] [--mmap 0|1] [--repack 0|1]
                     [--concurrency 1,4,16,32] [--constrained SCHEMA.json]
-                    [--temperature T] [--json]
+                    [--temperature T [--top-p P]] [--json]
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
 tokens one at a time) in tokens/s, like llama-bench, at each depth (positions already in
@@ -53,6 +53,7 @@ efficiency: the second over the first.
                        the JSON schema in file F (structured output), side by side
       --temperature T  with -c: only the decode speeds, greedy and sampled at T > 0
                        (seeded), side by side
+      --top-p P        with --temperature: the sampled streams keep the top P of the mass
       --json           print {"pp", "tg", "bandwidth_gbs", "bytes_per_token", "decode_gbs",
                        "decode_efficiency", "results": [{"test", "depth", "tok_s", ...}]}
                        (the top-level figures are the first depth's)
@@ -157,6 +158,7 @@ export const benchCommand: Command = {
         concurrency: { type: "string", short: "c" },
         constrained: { type: "string" },
         temperature: { type: "string" },
+        "top-p": { type: "string" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -178,6 +180,10 @@ export const benchCommand: Command = {
     const temperature = temperatureFlag(values.temperature);
     if (temperature !== undefined && (concurrency.length === 0 || values.constrained)) {
       throw new UsageError("bench: --temperature goes with --concurrency, without --constrained");
+    }
+    const topP = topPFlag(values["top-p"]);
+    if (topP !== undefined && temperature === undefined) {
+      throw new UsageError("bench: --top-p goes with --temperature");
     }
     const device = (values.device ?? "auto") as DeviceChoice;
     if (!["auto", "cpu", "cuda"].includes(device)) {
@@ -318,7 +324,7 @@ export const benchCommand: Command = {
         { threads, mmap, repack },
         concurrency,
         gens[0],
-        { constraint, temperature },
+        { constraint, temperature, topP },
       );
       if (values.json) console.log(JSON.stringify(serving));
       else printServing(serving);
@@ -334,6 +340,15 @@ function temperatureFlag(value: string | undefined): number | undefined {
     throw new UsageError(`bench: --temperature takes a number in (0, 2], got "${value}"`);
   }
   return t;
+}
+
+function topPFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const p = Number(value);
+  if (!(p > 0 && p <= 1)) {
+    throw new UsageError(`bench: --top-p takes a number in (0, 1], got "${value}"`);
+  }
+  return p;
 }
 
 const VERIFY_K = 4;

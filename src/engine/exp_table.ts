@@ -8,7 +8,11 @@
 
 const STEPS = 256;
 export const EXP_RANGE = 64;
-const TABLE = Float64Array.from({ length: EXP_RANGE * STEPS + 1 }, (_, k) => Math.exp(-k / STEPS));
+/** e^(-k/256) for k = 0 .. 64 * 256: the native draw (native_draw.ts) takes it from here. */
+export const EXP_TABLE: Float64Array = Float64Array.from(
+  { length: EXP_RANGE * STEPS + 1 },
+  (_, k) => Math.exp(-k / STEPS),
+);
 
 export function expNeg(s: number): number {
   if (!(s < EXP_RANGE)) return 0;
@@ -16,5 +20,5 @@ export function expNeg(s: number): number {
   const k = Math.ceil(y);
   // e^-s = e^(-k/256) e^r, r = (k - y) / 256 in [0, 1/256): the cubic's error is below r^4/24.
   const r = (k - y) / STEPS;
-  return TABLE[k] * (1 + r * (1 + r * (0.5 + r * (1 / 6))));
+  return EXP_TABLE[k] * (1 + r * (1 + r * (0.5 + r * (1 / 6))));
 }

@@ -11,7 +11,8 @@ import { argmax } from "../common/argmax.ts";
 import { Rng } from "../gguf/rng.ts";
 import type { TokenFilter } from "./request.ts";
 import { expNeg } from "./exp_table.ts";
-import { candidates, drawFrom, keepMinP, keepTopK, keepTopP } from "./truncation.ts";
+import { draw, type DrawParams } from "./truncation.ts";
+import { nativeDraw } from "./native_draw.ts";
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -155,14 +156,25 @@ export class Sampler {
     }
   }
 
-  /** Temperature, truncation (top-k, top-p, min-p), then a draw. */
+  /**
+   * Temperature, truncation (top-k, top-p, min-p), then a draw: in the CPU kernel library
+   * where it loads, else in truncation.ts, the same token either way.
+   */
   #draw(x: Float32Array): number {
     const p = this.#params;
-    const c = candidates(x, x[argmax(x)], p.temperature, CUTOFF);
-    keepTopK(c, p.topK);
-    keepTopP(c, p.topP);
-    keepMinP(c, p.minP);
-    return drawFrom(c, this.#rng.float());
+    const params: DrawParams = {
+      max: x[argmax(x)],
+      temperature: p.temperature,
+      cutoff: CUTOFF,
+      topK: p.topK,
+      topP: p.topP,
+      minP: p.minP,
+      u: this.#rng.float(),
+    };
+    const native = nativeDraw();
+    const id = native ? native.draw(x, params) : draw(x, params);
+    // Every logit NaN: the token greedy decoding picks.
+    return id >= 0 ? id : 0;
   }
 }
 

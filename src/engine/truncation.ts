@@ -96,6 +96,25 @@ function weigh(c: Candidates): void {
   c.weighted = true;
 }
 
+/**
+ * The sum of w[0, n) in four running sums (element j into sum j % 4), then paired: four
+ * chains of additions where one waits on each, in an order sample.c repeats exactly.
+ */
+function sum4(w: Float64Array, n: number): number {
+  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  let j = 0;
+  for (; j + 4 <= n; j += 4) {
+    s0 += w[j];
+    s1 += w[j + 1];
+    s2 += w[j + 2];
+    s3 += w[j + 3];
+  }
+  if (j < n) s0 += w[j++];
+  if (j < n) s1 += w[j++];
+  if (j < n) s2 += w[j];
+  return (s0 + s1) + (s2 + s3);
+}
+
 /** Keeps the candidates whose `keep` flag is set, in their order. */
 function compact(c: Candidates): void {
   let n = 0;
@@ -167,9 +186,7 @@ export function keepTopK(c: Candidates, k: number): void {
 export function keepTopP(c: Candidates, p: number): void {
   if (p >= 1 || c.n <= 1) return;
   weigh(c);
-  let total = 0;
-  for (let j = 0; j < c.n; j++) total += c.weights[j];
-  keepBest(c, p * total, c.weights);
+  keepBest(c, p * sum4(c.weights, c.n), c.weights);
   compact(c);
 }
 
@@ -184,15 +201,42 @@ export function keepMinP(c: Candidates, minP: number): void {
   compact(c);
 }
 
-/** The candidate that `u` (uniform in [0, 1)) lands on, walking the weights in id order. */
+/** The parameters of one draw (`draw`). */
+export interface DrawParams {
+  /** The best logit: candidates are measured from it. */
+  max: number;
+  temperature: number;
+  /** In tempered units below max: the candidates' floor. */
+  cutoff: number;
+  /** 0 = off. */
+  topK: number;
+  /** 1 = off. */
+  topP: number;
+  /** 0 = off. */
+  minP: number;
+  /** Uniform in [0, 1): where the draw lands. */
+  u: number;
+}
+
+/** A whole draw from logits `x`: candidates, top-k, top-p, min-p, the token `u` lands on. */
+export function draw(x: Float32Array, p: DrawParams): number {
+  const c = candidates(x, p.max, p.temperature, p.cutoff);
+  keepTopK(c, p.topK);
+  keepTopP(c, p.topP);
+  keepMinP(c, p.minP);
+  return drawFrom(c, p.u);
+}
+
+/**
+ * The candidate that `u` (uniform in [0, 1)) lands on, walking the weights in id order;
+ * -1 when there is none (every logit NaN).
+ */
 export function drawFrom(c: Candidates, u: number): number {
   weigh(c);
-  let mass = 0;
-  for (let j = 0; j < c.n; j++) mass += c.weights[j];
-  let r = u * mass;
+  let r = u * sum4(c.weights, c.n);
   for (let j = 0; j < c.n; j++) {
     r -= c.weights[j];
     if (r < 0) return c.ids[j];
   }
-  return c.ids[c.n - 1];
+  return c.n > 0 ? c.ids[c.n - 1] : -1;
 }

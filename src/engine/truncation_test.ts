@@ -7,6 +7,7 @@
 
 import { assertEquals } from "../../tests/support/assert.ts";
 import { Rng } from "../gguf/mod.ts";
+import { LOGIT_ROWS as ROWS } from "../../tests/support/logit_rows.ts";
 import { candidates, drawFrom, keepMinP, keepTopK, keepTopP } from "./truncation.ts";
 
 const CUTOFF = 30;
@@ -56,22 +57,6 @@ function kept(x: Float32Array, cut: Cut): number[] {
   keepMinP(c, cut.minP);
   return [...c.ids.subarray(0, c.n)];
 }
-
-type Row = (rng: Rng, n: number) => Float32Array;
-
-const ROWS: Record<string, Row> = {
-  flat: (rng, n) => Float32Array.from({ length: n }, () => rng.float() * 4 - 2),
-  peaked: (rng, n) =>
-    Float32Array.from({ length: n }, (_, i) => (rng.float() - 0.5) * 16 + (i % 97 === 3 ? 20 : 0)),
-  // Few distinct values: ties everywhere, at every cut.
-  ties: (rng, n) => Float32Array.from({ length: n }, () => Math.floor(rng.float() * 6) * 0.75),
-  // Values spread past the cutoff, and a NaN (never a candidate).
-  wide: (rng, n) => {
-    const x = Float32Array.from({ length: n }, () => (rng.float() - 0.5) * 120);
-    x[Math.floor(rng.float() * n)] = NaN;
-    return x;
-  },
-};
 
 Deno.test("truncation: top-k, top-p and min-p keep what sorting every candidate keeps", () => {
   const rng = new Rng(2024);

@@ -5,7 +5,7 @@ import { fixture } from "../fixtures.ts";
 
 const MODEL = fixture("qwen3-tiny-q8_0.gguf");
 
-Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused, --repack is 0 or 1, --temperature with -c", async () => {
+Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused, --repack is 0 or 1, --temperature with -c, --top-p with it", async () => {
   const cases: [string[], string][] = [
     [["--model", MODEL, "--quant", "q9"], "--quant"],
     [["--model", MODEL, "--quant", "q4_k_m"], "--quant"],
@@ -14,6 +14,8 @@ Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused,
     [["--model", MODEL, "--repack", "yes"], "--repack takes 0 or 1"],
     [["--model", MODEL, "-c", "1", "--temperature", "0"], "--temperature takes a number"],
     [["--model", MODEL, "--temperature", "0.8"], "--temperature goes with --concurrency"],
+    [["--model", MODEL, "-c", "1", "--top-p", "0.9"], "--top-p goes with --temperature"],
+    [["--model", MODEL, "-c", "1", "--temperature", "1", "--top-p", "0"], "--top-p takes a number"],
   ];
   for (const [args, text] of cases) {
     const r = await runNeuron(["bench", "-p", "1", "-n", "1", "-r", "1", ...args]);
@@ -44,9 +46,9 @@ Deno.test("bench: --json reports the tests run and a k = 4 verification against 
   assert(Math.abs(g.ratio - g.verify_ms / g.step_ms) < 1e-9, JSON.stringify(g));
 });
 
-Deno.test("bench: --temperature serves the streams greedy and sampled, side by side", async () => {
-  const serving = await benchJson(6, "-c", "1,3", "--temperature", "0.8");
-  assertEquals(serving.temperature, 0.8);
+Deno.test("bench: --temperature (and --top-p) serves the streams greedy and sampled, side by side", async () => {
+  const serving = await benchJson(6, "-c", "1,3", "--temperature", "0.8", "--top-p", "0.9");
+  assertEquals([serving.temperature, serving.top_p], [0.8, 0.9]);
   for (const runs of [serving.concurrency, serving.sampled]) {
     assertEquals(runs.map((c: { streams: number }) => c.streams), [1, 3]);
     assert(runs.every((c: { tg: number }) => c.tg > 0), JSON.stringify(runs));

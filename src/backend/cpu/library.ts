@@ -123,6 +123,12 @@ export const CPU_SYMBOLS = {
     parameters: ["pointer", "i64", "i64", "buffer", "pointer"],
     result: "i32",
   },
+  nk_sample_scratch_bytes: { parameters: ["i64"], result: "i64" },
+  nk_sample_draw: { parameters: ["buffer", "i64", "buffer", "buffer", "buffer"], result: "i64" },
+  nk_sample_draw_ref: {
+    parameters: ["buffer", "i64", "buffer", "buffer", "buffer"],
+    result: "i64",
+  },
   nk_token_mask_walk: {
     parameters: [
       "buffer",

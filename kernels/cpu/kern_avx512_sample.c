@@ -1,0 +1,60 @@
+/*
+ * The candidate pass of a sampled draw (sample.c) sixteen values at a time: compare in
+ * double, compress the ids and logits that pass, and their exponentials eight at a time,
+ * lane for lane the operations of sample.c's exp_neg (the table by a gather). fp-contract
+ * is off, so no multiply and add fuse into one rounding: the weights come out bit for bit
+ * as the scalar code's, and the draws token for token (native_draw_test).
+ */
+#pragma GCC optimize("fp-contract=off")
+
+#include <immintrin.h>
+
+#include "sample.h"
+
+/* exp_neg of sample.c for eight values of s >= 0. */
+static __m512d exp_neg8(const double *table, __m512d s) {
+  const __mmask8 live = _mm512_cmp_pd_mask(s, _mm512_set1_pd(NK_EXP_RANGE), _CMP_LT_OQ);
+  const __m512d y = _mm512_mul_pd(s, _mm512_set1_pd(NK_EXP_STEPS));
+  const __m512i t = _mm512_cvttpd_epi64(y);
+  const __mmask8 up = _mm512_cmp_pd_mask(_mm512_cvtepi64_pd(t), y, _CMP_LT_OQ);
+  const __m512i k = _mm512_mask_add_epi64(t, up, t, _mm512_set1_epi64(1));
+  const __m512d r = _mm512_div_pd(_mm512_sub_pd(_mm512_cvtepi64_pd(k), y),
+                                  _mm512_set1_pd(NK_EXP_STEPS));
+  const __m512d one = _mm512_set1_pd(1.0);
+  __m512d p = _mm512_add_pd(_mm512_set1_pd(0.5), _mm512_mul_pd(r, _mm512_set1_pd(1.0 / 6.0)));
+  p = _mm512_add_pd(one, _mm512_mul_pd(r, p));
+  p = _mm512_add_pd(one, _mm512_mul_pd(r, p));
+  const __m512d e = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), live, k, table, 8);
+  return _mm512_maskz_mul_pd(live, e, p);
+}
+
+int64_t nk_sample_candidates_avx512(const float *x, int64_t n, double floor_at, double max,
+                                    double inverse, const double *table, int32_t *ids,
+                                    float *logits, double *weights) {
+  const __m512d lo = _mm512_set1_pd(floor_at), top = _mm512_set1_pd(max),
+                inv = _mm512_set1_pd(inverse);
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i += 16, at = _mm512_add_epi32(at, step)) {
+    const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(in, x + i);
+    const __m512d d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d d1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    /* Ordered: NaN fails. */
+    const __mmask8 k0 = _mm512_mask_cmp_pd_mask((__mmask8)in, d0, lo, _CMP_GE_OQ);
+    const __mmask8 k1 = _mm512_mask_cmp_pd_mask((__mmask8)(in >> 8), d1, lo, _CMP_GE_OQ);
+    const __mmask16 keep = (__mmask16)(k0 | (k1 << 8));
+    if (keep == 0) continue;
+    _mm512_mask_compressstoreu_epi32(ids + count, keep, at);
+    _mm512_mask_compressstoreu_ps(logits + count, keep, v);
+    if (weights) {
+      const __m512d w0 = exp_neg8(table, _mm512_mul_pd(_mm512_sub_pd(top, d0), inv));
+      const __m512d w1 = exp_neg8(table, _mm512_mul_pd(_mm512_sub_pd(top, d1), inv));
+      _mm512_mask_compressstoreu_pd(weights + count, k0, w0);
+      _mm512_mask_compressstoreu_pd(weights + count + __builtin_popcount(k0), k1, w1);
+    }
+    count += __builtin_popcount(keep);
+  }
+  return count;
+}

@@ -1,0 +1,218 @@
+/*
+ * The sampled draw of src/engine/truncation.ts in C: candidates within the cutoff, top-k,
+ * top-p, min-p, then the draw, by the same steps with the same double arithmetic in the
+ * same order, so that a seed draws the same token either way (sample_test checks it over
+ * random rows). In TypeScript a draw over a 152k vocabulary costs 1-2 ms, which sixteen
+ * streams pay sixteen times a step.
+ *
+ * fp-contract is off: a fused multiply-add rounds once where the TypeScript rounds twice.
+ * The exponential table comes from the caller (exp_table.ts), so no libm enters.
+ */
+#pragma GCC optimize("fp-contract=off")
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "nk.h"
+#include "sample.h"
+
+#define BUCKETS 2048
+
+typedef struct {
+  int64_t n;
+  int32_t *ids;
+  float *logits;
+  double *weights;
+  int weighted;
+  double max, temperature;
+  int32_t *undecided;
+  uint16_t *bucket_of;
+  uint8_t *keep;
+  double *amount;
+  const double *table;
+} cands;
+
+static size_t align8(size_t v) {
+  return (v + 7) & ~(size_t)7;
+}
+
+NK_API int64_t nk_sample_scratch_bytes(int64_t n) {
+  const size_t m = (size_t)(n > 0 ? n : 1);
+  return (int64_t)(align8(m * 4) * 3 + m * 8 + align8(m * 2) + align8(m) +
+                   BUCKETS * 8);
+}
+
+/* expNeg of exp_table.ts. y is in [0, 16384), where truncation then a step up is ceil()
+ * without libm (the baseline x86-64 build has no ROUNDSD). */
+static double exp_neg(const double *table, double s) {
+  if (!(s < NK_EXP_RANGE)) return 0.0;
+  const double y = s * NK_EXP_STEPS;
+  const int64_t t = (int64_t)y;
+  const double k = (double)(t + ((double)t < y));
+  const double r = (k - y) / NK_EXP_STEPS;
+  return table[(int64_t)k] * (1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0))));
+}
+
+/* sum4 of truncation.ts: four running sums, element j into sum j % 4, then paired. */
+static double sum4(const double *w, int64_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    s0 += w[j];
+    s1 += w[j + 1];
+    s2 += w[j + 2];
+    s3 += w[j + 3];
+  }
+  if (j < n) s0 += w[j++];
+  if (j < n) s1 += w[j++];
+  if (j < n) s2 += w[j];
+  return (s0 + s1) + (s2 + s3);
+}
+
+static void weigh(cands *c) {
+  if (c->weighted) return;
+  const double inverse = 1.0 / c->temperature;
+  for (int64_t j = 0; j < c->n; j++) {
+    c->weights[j] = exp_neg(c->table, (c->max - (double)c->logits[j]) * inverse);
+  }
+  c->weighted = 1;
+}
+
+static void compact(cands *c) {
+  int64_t n = 0;
+  for (int64_t j = 0; j < c->n; j++) {
+    if (!c->keep[j]) continue;
+    c->ids[n] = c->ids[j];
+    c->logits[n] = c->logits[j];
+    if (c->weighted) c->weights[n] = c->weights[j];
+    n++;
+  }
+  c->n = n;
+}
+
+/* keepBest of truncation.ts: amounts are the weights, or 1 each when `weights` is NULL. */
+static void keep_best(cands *c, double need, const double *weights) {
+  memset(c->keep, 0, (size_t)c->n);
+  const float *x = c->logits;
+  int64_t m = c->n;
+  for (int64_t j = 0; j < m; j++) c->undecided[j] = (int32_t)j;
+  while (m > 0 && need > 0) {
+    double hi = -INFINITY, lo = INFINITY;
+    for (int64_t j = 0; j < m; j++) {
+      const double v = x[c->undecided[j]];
+      if (v > hi) hi = v;
+      if (v < lo) lo = v;
+    }
+    if (hi == lo) {
+      for (int64_t j = 0; j < m && need > 0; j++) {
+        c->keep[c->undecided[j]] = 1;
+        need -= weights ? weights[c->undecided[j]] : 1.0;
+      }
+      return;
+    }
+    const double scale = BUCKETS / (hi - lo);
+    for (int b = 0; b < BUCKETS; b++) c->amount[b] = 0.0;
+    for (int64_t j = 0; j < m; j++) {
+      const int32_t at = c->undecided[j];
+      /* Not negative: truncation floors. */
+      const double f = (hi - (double)x[at]) * scale;
+      const int b = f < BUCKETS - 1 ? (int)f : BUCKETS - 1;
+      c->bucket_of[j] = (uint16_t)b;
+      c->amount[b] += weights ? weights[at] : 1.0;
+    }
+    int target = 0;
+    while (target < BUCKETS && c->amount[target] < need) need -= c->amount[target++];
+    int64_t next = 0;
+    for (int64_t j = 0; j < m; j++) {
+      const int b = c->bucket_of[j];
+      if (b < target) {
+        c->keep[c->undecided[j]] = 1;
+      } else if (b == target) {
+        c->undecided[next++] = c->undecided[j];
+      }
+    }
+    m = next;
+  }
+}
+
+static void keep_top_k(cands *c, int64_t k) {
+  if (k <= 0 || k >= c->n) return;
+  keep_best(c, (double)k, NULL);
+  compact(c);
+}
+
+static void keep_top_p(cands *c, double p) {
+  if (p >= 1 || c->n <= 1) return;
+  weigh(c);
+  keep_best(c, p * sum4(c->weights, c->n), c->weights);
+  compact(c);
+}
+
+static void keep_min_p(cands *c, double min_p) {
+  if (min_p <= 0 || c->n <= 1) return;
+  weigh(c);
+  double best = 0;
+  for (int64_t j = 0; j < c->n; j++) best = c->weights[j] > best ? c->weights[j] : best;
+  const double threshold = min_p * best;
+  for (int64_t j = 0; j < c->n; j++) c->keep[j] = c->weights[j] >= threshold;
+  compact(c);
+}
+
+static int64_t draw_from(cands *c, double u) {
+  weigh(c);
+  double r = u * sum4(c->weights, c->n);
+  for (int64_t j = 0; j < c->n; j++) {
+    r -= c->weights[j];
+    if (r < 0) return c->ids[j];
+  }
+  return c->n > 0 ? c->ids[c->n - 1] : -1;
+}
+
+/* The draw; `fast` takes the AVX-512 candidate pass, with the weights when top-k (which
+ * ranks by logit) does not drop most candidates first. */
+static int64_t sample_draw(const float *x, int64_t n, const double *params, const double *table,
+                           uint8_t *scratch, int fast) {
+  const double max = params[NK_SAMPLE_MAX], temperature = params[NK_SAMPLE_TEMPERATURE];
+  const int64_t top_k = (int64_t)params[NK_SAMPLE_TOP_K];
+  const size_t m = (size_t)(n > 0 ? n : 1);
+  cands c = {0};
+  c.ids = (int32_t *)scratch;
+  c.undecided = (int32_t *)(scratch + align8(m * 4));
+  c.logits = (float *)(scratch + 2 * align8(m * 4));
+  c.weights = (double *)(scratch + 3 * align8(m * 4));
+  c.amount = c.weights + m;
+  c.bucket_of = (uint16_t *)(c.amount + BUCKETS);
+  c.keep = (uint8_t *)c.bucket_of + align8(m * 2);
+  c.table = table;
+  c.max = max;
+  c.temperature = temperature;
+  const double floor_at = max - params[NK_SAMPLE_CUTOFF] * temperature;
+  if (fast) {
+    c.weighted = top_k <= 0;
+    c.n = nk_sample_candidates_avx512(x, n, floor_at, max, 1.0 / temperature, table, c.ids,
+                                      c.logits, c.weighted ? c.weights : NULL);
+  } else {
+    for (int64_t i = 0; i < n; i++) {
+      /* NaN is no candidate. */
+      if (!((double)x[i] >= floor_at)) continue;
+      c.ids[c.n] = (int32_t)i;
+      c.logits[c.n] = x[i];
+      c.n++;
+    }
+  }
+  keep_top_k(&c, top_k);
+  keep_top_p(&c, params[NK_SAMPLE_TOP_P]);
+  keep_min_p(&c, params[NK_SAMPLE_MIN_P]);
+  return draw_from(&c, params[NK_SAMPLE_U]);
+}
+
+NK_API int64_t nk_sample_draw(const float *x, int64_t n, const double *params,
+                              const double *table, uint8_t *scratch) {
+  return sample_draw(x, n, params, table, scratch, nk_best_isa() >= NK_ISA_AVX512);
+}
+
+NK_API int64_t nk_sample_draw_ref(const float *x, int64_t n, const double *params,
+                                  const double *table, uint8_t *scratch) {
+  return sample_draw(x, n, params, table, scratch, 0);
+}

@@ -1,0 +1,20 @@
+/*
+ * What sample.c and its AVX-512 candidate pass (kern_avx512_sample.c) share: the
+ * exponential of exp_table.ts, which both compute with the same double operations.
+ */
+#ifndef NK_SAMPLE_H
+#define NK_SAMPLE_H
+
+#include <stdint.h>
+
+#define NK_EXP_STEPS 256.0
+#define NK_EXP_RANGE 64.0
+
+/* The candidates of x[0, n) (every value >= floor_at, NaN never) appended in id order to
+ * ids and logits, with their weights e^-((max - logit) * inverse) when `weights` is not
+ * NULL; returns how many. kern_avx512_sample.c. */
+int64_t nk_sample_candidates_avx512(const float *x, int64_t n, double floor_at, double max,
+                                    double inverse, const double *table, int32_t *ids,
+                                    float *logits, double *weights);
+
+#endif
