@@ -8,6 +8,7 @@
 #pragma GCC optimize("fp-contract=off")
 
 #include <immintrin.h>
+#include <math.h>
 
 #include "sample.h"
 
@@ -57,4 +58,28 @@ int64_t nk_sample_candidates_avx512(const float *x, int64_t n, double floor_at, 
     count += __builtin_popcount(keep);
   }
   return count;
+}
+
+void nk_sample_span_avx512(const float *x, int64_t n, double *hi, double *lo) {
+  __m512 top = _mm512_set1_ps(-INFINITY), bottom = _mm512_set1_ps(INFINITY);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    top = _mm512_mask_max_ps(top, in, top, _mm512_maskz_loadu_ps(in, x + i));
+    bottom = _mm512_mask_min_ps(bottom, in, bottom, _mm512_maskz_loadu_ps(in, x + i));
+  }
+  *hi = _mm512_reduce_max_ps(top);
+  *lo = _mm512_reduce_min_ps(bottom);
+}
+
+void nk_sample_buckets_avx512(const float *x, int64_t n, double hi, double scale, int32_t last,
+                              uint16_t *bucket_of) {
+  const __m512d top = _mm512_set1_pd(hi), sc = _mm512_set1_pd(scale);
+  const __m256i cap = _mm256_set1_epi32(last);
+  for (int64_t i = 0; i < n; i += 8) {
+    const __mmask8 in = n - i >= 8 ? 0xFF : (__mmask8)((1u << (n - i)) - 1);
+    const __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(in, x + i));
+    /* Not negative: truncation floors. */
+    const __m256i b = _mm512_cvttpd_epi32(_mm512_mul_pd(_mm512_sub_pd(top, v), sc));
+    _mm_mask_storeu_epi16(bucket_of + i, in, _mm256_cvtepi32_epi16(_mm256_min_epi32(b, cap)));
+  }
 }

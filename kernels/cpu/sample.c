@@ -25,6 +25,8 @@ typedef struct {
   float *logits;
   double *weights;
   int weighted;
+  /* The AVX-512 passes (kern_avx512_sample.c) where they give the same answers. */
+  int fast;
   double max, temperature;
   int32_t *undecided;
   uint16_t *bucket_of;
@@ -79,14 +81,25 @@ static void weigh(cands *c) {
   c->weighted = 1;
 }
 
+/* Weighted (after top-p or min-p, which keep most of a flat row, scattered) every candidate
+ * is copied and only a kept one advances n, as a branch per candidate mispredicts there;
+ * unweighted (after top-k, which keeps a few) the branch skips the rest. */
 static void compact(cands *c) {
   int64_t n = 0;
-  for (int64_t j = 0; j < c->n; j++) {
-    if (!c->keep[j]) continue;
-    c->ids[n] = c->ids[j];
-    c->logits[n] = c->logits[j];
-    if (c->weighted) c->weights[n] = c->weights[j];
-    n++;
+  if (c->weighted) {
+    for (int64_t j = 0; j < c->n; j++) {
+      c->ids[n] = c->ids[j];
+      c->logits[n] = c->logits[j];
+      c->weights[n] = c->weights[j];
+      n += c->keep[j];
+    }
+  } else {
+    for (int64_t j = 0; j < c->n; j++) {
+      if (!c->keep[j]) continue;
+      c->ids[n] = c->ids[j];
+      c->logits[n] = c->logits[j];
+      n++;
+    }
   }
   c->n = n;
 }
@@ -97,12 +110,18 @@ static void keep_best(cands *c, double need, const double *weights) {
   const float *x = c->logits;
   int64_t m = c->n;
   for (int64_t j = 0; j < m; j++) c->undecided[j] = (int32_t)j;
-  while (m > 0 && need > 0) {
+  /* The first round, over every candidate in order, takes the vector passes when fast. */
+  for (int first = 1; m > 0 && need > 0; first = 0) {
+    const int vector = first && c->fast;
     double hi = -INFINITY, lo = INFINITY;
-    for (int64_t j = 0; j < m; j++) {
-      const double v = x[c->undecided[j]];
-      if (v > hi) hi = v;
-      if (v < lo) lo = v;
+    if (vector) {
+      nk_sample_span_avx512(x, m, &hi, &lo);
+    } else {
+      for (int64_t j = 0; j < m; j++) {
+        const double v = x[c->undecided[j]];
+        if (v > hi) hi = v;
+        if (v < lo) lo = v;
+      }
     }
     if (hi == lo) {
       for (int64_t j = 0; j < m && need > 0; j++) {
@@ -113,23 +132,34 @@ static void keep_best(cands *c, double need, const double *weights) {
     }
     const double scale = BUCKETS / (hi - lo);
     for (int b = 0; b < BUCKETS; b++) c->amount[b] = 0.0;
-    for (int64_t j = 0; j < m; j++) {
-      const int32_t at = c->undecided[j];
-      /* Not negative: truncation floors. */
-      const double f = (hi - (double)x[at]) * scale;
-      const int b = f < BUCKETS - 1 ? (int)f : BUCKETS - 1;
-      c->bucket_of[j] = (uint16_t)b;
-      c->amount[b] += weights ? weights[at] : 1.0;
+    if (vector) {
+      nk_sample_buckets_avx512(x, m, hi, scale, BUCKETS - 1, c->bucket_of);
+      for (int64_t j = 0; j < m; j++) c->amount[c->bucket_of[j]] += weights ? weights[j] : 1.0;
+    } else {
+      for (int64_t j = 0; j < m; j++) {
+        const int32_t at = c->undecided[j];
+        /* Not negative: truncation floors. */
+        const double f = (hi - (double)x[at]) * scale;
+        const int b = f < BUCKETS - 1 ? (int)f : BUCKETS - 1;
+        c->bucket_of[j] = (uint16_t)b;
+        c->amount[b] += weights ? weights[at] : 1.0;
+      }
     }
     int target = 0;
     while (target < BUCKETS && c->amount[target] < need) need -= c->amount[target++];
     int64_t next = 0;
+    /* Branch-free by mass, branching by count, as compact. */
     for (int64_t j = 0; j < m; j++) {
       const int b = c->bucket_of[j];
-      if (b < target) {
-        c->keep[c->undecided[j]] = 1;
+      const int32_t at = c->undecided[j];
+      if (weights) {
+        c->keep[at] = b < target;
+        c->undecided[next] = at;
+        next += b == target;
+      } else if (b < target) {
+        c->keep[at] = 1;
       } else if (b == target) {
-        c->undecided[next++] = c->undecided[j];
+        c->undecided[next++] = at;
       }
     }
     m = next;
@@ -188,6 +218,7 @@ static int64_t sample_draw(const float *x, int64_t n, const double *params, cons
   c.max = max;
   c.temperature = temperature;
   const double floor_at = max - params[NK_SAMPLE_CUTOFF] * temperature;
+  c.fast = fast;
   if (fast) {
     c.weighted = top_k <= 0;
     c.n = nk_sample_candidates_avx512(x, n, floor_at, max, 1.0 / temperature, table, c.ids,

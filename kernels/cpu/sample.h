@@ -17,4 +17,11 @@ int64_t nk_sample_candidates_avx512(const float *x, int64_t n, double floor_at, 
                                     double inverse, const double *table, int32_t *ids,
                                     float *logits, double *weights);
 
+/* The largest and smallest of x[0, n) (no NaN among them), as doubles. */
+void nk_sample_span_avx512(const float *x, int64_t n, double *hi, double *lo);
+
+/* bucket_of[j] = min(last, floor((hi - x[j]) * scale)) for j < n, every x[j] <= hi. */
+void nk_sample_buckets_avx512(const float *x, int64_t n, double hi, double scale, int32_t last,
+                              uint16_t *bucket_of);
+
 #endif
