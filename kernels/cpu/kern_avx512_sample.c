@@ -83,3 +83,15 @@ void nk_sample_buckets_avx512(const float *x, int64_t n, double hi, double scale
     _mm_mask_storeu_epi16(bucket_of + i, in, _mm256_cvtepi32_epi16(_mm256_min_epi32(b, cap)));
   }
 }
+
+double nk_sample_best_avx512(const float *x, int64_t n) {
+  if (x[0] != x[0]) return NAN;
+  /* MAXPS answers its second operand where either is NaN: NaN values never win. A zero's
+   * sign may differ from the scalar scan's pick; no weight or floor sees the difference. */
+  __m512 best = _mm512_set1_ps(x[0]);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    best = _mm512_max_ps(_mm512_mask_loadu_ps(best, in, x + i), best);
+  }
+  return _mm512_reduce_max_ps(best);
+}

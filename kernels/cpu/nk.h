@@ -173,20 +173,19 @@ NK_API int32_t nk_argmax_rows_masked_ref(const float *x, int64_t rows, int64_t c
                                          const uint32_t *const *masks, int32_t *out);
 
 /* A sampled draw from the logits x[0, n) as src/engine/truncation.ts makes it, token for
- * token (sample.c): the candidates within params[NK_SAMPLE_CUTOFF] (tempered units) of
- * params[NK_SAMPLE_MAX], top-k, top-p, min-p (0, 1 and 0 are off), and the draw at
- * params[NK_SAMPLE_U] in [0, 1). `table` is exp_table.ts's (e^(-k/256), k = 0..16384) and
- * scratch holds nk_sample_scratch_bytes(n). Returns the token, -1 when no value is a
- * candidate (every one NaN). */
+ * token (sample.c): the candidates within params[NK_SAMPLE_CUTOFF] (tempered units) of the
+ * best logit, top-k, top-p, min-p (0, 1 and 0 are off), and the draw at params[NK_SAMPLE_U]
+ * in [0, 1). `table` is exp_table.ts's (e^(-k/256), k = 0..16384) and scratch holds
+ * nk_sample_scratch_bytes(n). Returns the token, -1 when no value is a candidate (x[0] or
+ * every value NaN). */
 enum {
-  NK_SAMPLE_MAX = 0,
-  NK_SAMPLE_TEMPERATURE = 1,
-  NK_SAMPLE_CUTOFF = 2,
-  NK_SAMPLE_TOP_K = 3,
-  NK_SAMPLE_TOP_P = 4,
-  NK_SAMPLE_MIN_P = 5,
-  NK_SAMPLE_U = 6,
-  NK_SAMPLE_PARAMS = 7
+  NK_SAMPLE_TEMPERATURE = 0,
+  NK_SAMPLE_CUTOFF = 1,
+  NK_SAMPLE_TOP_K = 2,
+  NK_SAMPLE_TOP_P = 3,
+  NK_SAMPLE_MIN_P = 4,
+  NK_SAMPLE_U = 5,
+  NK_SAMPLE_PARAMS = 6
 };
 NK_API int64_t nk_sample_scratch_bytes(int64_t n);
 NK_API int64_t nk_sample_draw(const float *x, int64_t n, const double *params, const double *table,

@@ -199,11 +199,20 @@ static int64_t draw_from(cands *c, double u) {
   return c->n > 0 ? c->ids[c->n - 1] : -1;
 }
 
+/* x[argmax(x)] of common/argmax.ts: the largest value, or NaN when x[0] is (no value is
+ * greater than it). */
+static double best_logit(const float *x, int64_t n) {
+  float best = x[0];
+  for (int64_t i = 1; i < n; i++) best = x[i] > best ? x[i] : best;
+  return best;
+}
+
 /* The draw; `fast` takes the AVX-512 candidate pass, with the weights when top-k (which
  * ranks by logit) does not drop most candidates first. */
 static int64_t sample_draw(const float *x, int64_t n, const double *params, const double *table,
                            uint8_t *scratch, int fast) {
-  const double max = params[NK_SAMPLE_MAX], temperature = params[NK_SAMPLE_TEMPERATURE];
+  const double max = n == 0 ? NAN : fast ? nk_sample_best_avx512(x, n) : best_logit(x, n);
+  const double temperature = params[NK_SAMPLE_TEMPERATURE];
   const int64_t top_k = (int64_t)params[NK_SAMPLE_TOP_K];
   const size_t m = (size_t)(n > 0 ? n : 1);
   cands c = {0};

@@ -17,6 +17,10 @@ int64_t nk_sample_candidates_avx512(const float *x, int64_t n, double floor_at, 
                                     double inverse, const double *table, int32_t *ids,
                                     float *logits, double *weights);
 
+/* x[argmax(x)] of common/argmax.ts for n >= 1: NaN when x[0] is, else the largest value
+ * (NaN skipped). */
+double nk_sample_best_avx512(const float *x, int64_t n);
+
 /* The largest and smallest of x[0, n) (no NaN among them), as doubles. */
 void nk_sample_span_avx512(const float *x, int64_t n, double *hi, double *lo);
 

@@ -14,7 +14,7 @@ type Library = ReturnType<typeof openCpuLibrary>;
 
 export class NativeDraw {
   readonly #sym: Library["symbols"];
-  readonly #params = new Float64Array(7);
+  readonly #params = new Float64Array(6);
   #scratch = new Uint8Array(0);
   #scratchFor = -1;
 
@@ -41,13 +41,12 @@ export class NativeDraw {
       this.#scratchFor = x.length;
     }
     const q = this.#params;
-    q[0] = p.max;
-    q[1] = p.temperature;
-    q[2] = p.cutoff;
-    q[3] = p.topK;
-    q[4] = p.topP;
-    q[5] = p.minP;
-    q[6] = p.u;
+    q[0] = p.temperature;
+    q[1] = p.cutoff;
+    q[2] = p.topK;
+    q[3] = p.topP;
+    q[4] = p.minP;
+    q[5] = p.u;
     const run = reference ? this.#sym.nk_sample_draw_ref : this.#sym.nk_sample_draw;
     return Number(run(x, BigInt(x.length), q, EXP_TABLE, this.#scratch));
   }

@@ -6,7 +6,6 @@
 
 import { assert, assertEquals } from "../../tests/support/assert.ts";
 import { LOGIT_ROWS } from "../../tests/support/logit_rows.ts";
-import { argmax } from "../common/argmax.ts";
 import { Rng } from "../gguf/mod.ts";
 import { NativeDraw } from "./native_draw.ts";
 import { draw, type DrawParams } from "./truncation.ts";
@@ -20,13 +19,12 @@ Deno.test("native draw: the same token as truncation.ts for every row, cut and u
   for (const [name, row] of Object.entries(LOGIT_ROWS)) {
     for (const n of [1, 3, 64, 1000, 5003, 151936]) {
       const x = row(rng, n);
-      const max = x[argmax(x)];
       for (const temperature of [0.2, 0.8, 1.7]) {
         for (const topK of [0, 1, 40]) {
           for (const topP of [1, 0.37, 0.95]) {
             for (const minP of [0, 0.05]) {
               const u = rng.float();
-              const p: DrawParams = { max, temperature, cutoff: 30, topK, topP, minP, u };
+              const p: DrawParams = { temperature, cutoff: 30, topK, topP, minP, u };
               const want = draw(x, p), what = `${name} n=${n} ${JSON.stringify(p)}`;
               assertEquals(native.draw(x, p), want, what);
               assertEquals(native.draw(x, p, true), want, `${what} (plain C)`);
@@ -45,7 +43,7 @@ Deno.test("native draw: u walks the candidates in id order, as truncation.ts doe
   // Weights in id order: 1, 3, (id 2 cut), 2, 1; total 7.
   const x = Float32Array.of(0, Math.log(3), -100, Math.log(2), 0);
   const at = (u: number) =>
-    native.draw(x, { max: Math.log(3), temperature: 1, cutoff: 30, topK: 0, topP: 1, minP: 0, u });
+    native.draw(x, { temperature: 1, cutoff: 30, topK: 0, topP: 1, minP: 0, u });
   assertEquals([0, 0.99 / 7, 1.01 / 7, 3.99 / 7, 4.01 / 7, 5.99 / 7, 6.01 / 7].map(at), [
     0,
     0,
@@ -57,10 +55,16 @@ Deno.test("native draw: u walks the candidates in id order, as truncation.ts doe
   ]);
 });
 
-Deno.test("native draw: no candidate (every logit NaN) answers -1 both ways", () => {
+Deno.test("native draw: no candidate (every logit NaN, or the first) answers -1 both ways", () => {
   assert(native !== null);
   const x = new Float32Array(8).fill(NaN);
-  const p: DrawParams = { max: NaN, temperature: 1, cutoff: 30, topK: 0, topP: 1, minP: 0, u: 0.5 };
+  const p: DrawParams = { temperature: 1, cutoff: 30, topK: 0, topP: 1, minP: 0, u: 0.5 };
   assertEquals(native.draw(x, p), -1);
+  assertEquals(draw(x, p), -1);
+  // NaN first: no value is greater than it, so it is the best logit, and nothing is within
+  // its cutoff (as greedy decoding's argmax picks token 0 from such a row).
+  x.fill(1).fill(NaN, 0, 1);
+  assertEquals(native.draw(x, p), -1);
+  assertEquals(native.draw(x, p, true), -1);
   assertEquals(draw(x, p), -1);
 });

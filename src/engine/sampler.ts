@@ -109,9 +109,14 @@ export class Sampler {
   /** Greedy with nothing to report and nothing to adjust: the argmax alone decides. */
   get plainGreedy(): boolean {
     const p = this.#params;
-    return p.temperature <= 0 && !p.logprobs && p.topLogprobs === 0 &&
-      (p.logitBias === undefined || p.logitBias.size === 0) && p.repetitionPenalty === 1 &&
-      p.presencePenalty === 0 && p.frequencyPenalty === 0;
+    return p.temperature <= 0 && !p.logprobs && p.topLogprobs === 0 && !this.#adjusts;
+  }
+
+  /** Whether a logit bias or a penalty changes the logits before the choice. */
+  get #adjusts(): boolean {
+    const p = this.#params;
+    return (p.logitBias !== undefined && p.logitBias.size > 0) || p.repetitionPenalty !== 1 ||
+      p.presencePenalty !== 0 || p.frequencyPenalty !== 0;
   }
 
   /** Records a token that became part of the output (penalties see it from now on). */
@@ -128,10 +133,17 @@ export class Sampler {
   sample(logits: Float32Array, filter: TokenFilter | undefined): SampledToken | null;
   sample(logits: Float32Array, filter?: TokenFilter): SampledToken | null {
     const p = this.#params;
-    const x = this.#scratch;
-    if (filter === undefined) x.set(logits.subarray(0, x.length));
-    else if (!filter.restrict(x, logits)) return null;
-    this.#applyBiasAndPenalties(x);
+    let x = this.#scratch;
+    if (filter !== undefined) {
+      if (!filter.restrict(x, logits)) return null;
+      this.#applyBiasAndPenalties(x);
+    } else if (this.#adjusts) {
+      x.set(logits.subarray(0, x.length));
+      this.#applyBiasAndPenalties(x);
+    } else {
+      // Nothing to change: the draw reads the logits where they are.
+      x = logits.subarray(0, x.length);
+    }
 
     const id = p.temperature <= 0 ? argmax(x) : this.#draw(x);
     return p.logprobs || p.topLogprobs > 0 ? tokenLogprobs(logits, id, p.topLogprobs) : { id };
@@ -163,7 +175,6 @@ export class Sampler {
   #draw(x: Float32Array): number {
     const p = this.#params;
     const params: DrawParams = {
-      max: x[argmax(x)],
       temperature: p.temperature,
       cutoff: CUTOFF,
       topK: p.topK,

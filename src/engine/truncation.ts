@@ -12,6 +12,7 @@
  * order.
  */
 
+import { argmax } from "../common/argmax.ts";
 import { expNeg } from "./exp_table.ts";
 
 /** The tokens still in the running, in token order, with their unnormalised weights. */
@@ -203,8 +204,6 @@ export function keepMinP(c: Candidates, minP: number): void {
 
 /** The parameters of one draw (`draw`). */
 export interface DrawParams {
-  /** The best logit: candidates are measured from it. */
-  max: number;
   temperature: number;
   /** In tempered units below max: the candidates' floor. */
   cutoff: number;
@@ -218,9 +217,12 @@ export interface DrawParams {
   u: number;
 }
 
-/** A whole draw from logits `x`: candidates, top-k, top-p, min-p, the token `u` lands on. */
+/**
+ * A whole draw from logits `x`: candidates measured from the best logit, top-k, top-p,
+ * min-p, the token `u` lands on.
+ */
 export function draw(x: Float32Array, p: DrawParams): number {
-  const c = candidates(x, p.max, p.temperature, p.cutoff);
+  const c = candidates(x, x[argmax(x)], p.temperature, p.cutoff);
   keepTopK(c, p.topK);
   keepTopP(c, p.topP);
   keepMinP(c, p.minP);
