@@ -84,14 +84,31 @@ void nk_sample_buckets_avx512(const float *x, int64_t n, double hi, double scale
   }
 }
 
-double nk_sample_best_avx512(const float *x, int64_t n) {
-  if (x[0] != x[0]) return NAN;
+double nk_sample_max_avx512(const float *x, int64_t n, float from) {
   /* MAXPS answers its second operand where either is NaN: NaN values never win. A zero's
-   * sign may differ from the scalar scan's pick; no weight or floor sees the difference. */
-  __m512 best = _mm512_set1_ps(x[0]);
+   * sign may differ from a scalar scan's pick; no weight or floor sees the difference. */
+  __m512 best = _mm512_set1_ps(from);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
     best = _mm512_max_ps(_mm512_mask_loadu_ps(best, in, x + i), best);
   }
   return _mm512_reduce_max_ps(best);
+}
+
+double nk_sample_exp_sum_avx512(const float *x, int64_t n, double max, const double *table) {
+  /* Lane l of the four-lane sum takes elements 4m + l in order, as sum4 does: eight
+   * weights go in as their low four, then their high four. The tail's missing lanes add
+   * +0.0, which changes no sum of weights. */
+  __m256d sum = _mm256_setzero_pd();
+  const __m512d top = _mm512_set1_pd(max);
+  for (int64_t i = 0; i < n; i += 8) {
+    const __mmask8 in = n - i >= 8 ? 0xFF : (__mmask8)((1u << (n - i)) - 1);
+    const __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(in, x + i));
+    const __m512d w = _mm512_maskz_mov_pd(in, exp_neg8(table, _mm512_sub_pd(top, v)));
+    sum = _mm256_add_pd(sum, _mm512_castpd512_pd256(w));
+    sum = _mm256_add_pd(sum, _mm512_extractf64x4_pd(w, 1));
+  }
+  double lane[4];
+  _mm256_storeu_pd(lane, sum);
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }

@@ -193,6 +193,15 @@ NK_API int64_t nk_sample_draw(const float *x, int64_t n, const double *params, c
 /* The same draw by plain C alone: the checker's reference for nk_sample_draw's vector pass. */
 NK_API int64_t nk_sample_draw_ref(const float *x, int64_t n, const double *params,
                                   const double *table, uint8_t *scratch);
+/* What log-probs need of the logits x[0, n), as sampler.ts's tokenLogprobs computes it:
+ * out[0] = the largest value (NaN skipped), out[1] = the sum of e^-(out[0] - x[i]) by the
+ * exp table, and the `top` best indices (best first, ties to the lower) in top_ids; returns
+ * how many. The caller takes log(out[1]) (its own log, so both ways agree to the bit).
+ * _ref is the plain C. */
+NK_API int32_t nk_sample_logprobs(const float *x, int64_t n, const double *table, int32_t top,
+                                  int32_t *top_ids, double *out);
+NK_API int32_t nk_sample_logprobs_ref(const float *x, int64_t n, const double *table, int32_t top,
+                                      int32_t *top_ids, double *out);
 
 /* Structured output: walks a vocabulary trie (nodes in depth-first order; node 0 the root)
  * through a grammar automaton's transition table (table[state * 256 + byte]: the next

@@ -211,7 +211,7 @@ static double best_logit(const float *x, int64_t n) {
  * ranks by logit) does not drop most candidates first. */
 static int64_t sample_draw(const float *x, int64_t n, const double *params, const double *table,
                            uint8_t *scratch, int fast) {
-  const double max = n == 0 ? NAN : fast ? nk_sample_best_avx512(x, n) : best_logit(x, n);
+  const double max = n == 0 ? NAN : fast ? (x[0] != x[0] ? NAN : nk_sample_max_avx512(x, n, x[0])) : best_logit(x, n);
   const double temperature = params[NK_SAMPLE_TEMPERATURE];
   const int64_t top_k = (int64_t)params[NK_SAMPLE_TOP_K];
   const size_t m = (size_t)(n > 0 ? n : 1);
@@ -255,4 +255,53 @@ NK_API int64_t nk_sample_draw(const float *x, int64_t n, const double *params,
 NK_API int64_t nk_sample_draw_ref(const float *x, int64_t n, const double *params,
                                   const double *table, uint8_t *scratch) {
   return sample_draw(x, n, params, table, scratch, 0);
+}
+
+/* The largest value of x (NaN skipped; -inf when none), as sampler.ts's logSumExp finds it. */
+static double largest(const float *x, int64_t n) {
+  double best = -INFINITY;
+  for (int64_t i = 0; i < n; i++) best = x[i] > best ? x[i] : best;
+  return best;
+}
+
+/* The sum of e^-(max - x[i]) over x in sum4's order (NaN weighs 0). */
+static double exp_sum(const double *table, const float *x, int64_t n, double max) {
+  double s[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < n; i++) s[i % 4] += exp_neg(table, max - (double)x[i]);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* sampler.ts's topIds, step for step (NaN included): the k largest, best first, ties to the
+ * lower index. */
+static int32_t top_ids(const float *x, int64_t n, int32_t k, int32_t *top) {
+  int32_t len = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (len == k && x[i] <= x[top[k - 1]]) continue;
+    int32_t j = len < k ? len++ : k - 1;
+    top[j] = (int32_t)i;
+    for (; j > 0 && x[top[j - 1]] < x[top[j]]; j--) {
+      const int32_t t = top[j - 1];
+      top[j - 1] = top[j];
+      top[j] = t;
+    }
+  }
+  return len;
+}
+
+static int32_t sample_logprobs(const float *x, int64_t n, const double *table, int32_t top,
+                               int32_t *ids, double *out, int fast) {
+  const double max = fast ? nk_sample_max_avx512(x, n, -INFINITY) : largest(x, n);
+  out[0] = max;
+  out[1] = fast ? nk_sample_exp_sum_avx512(x, n, max, table) : exp_sum(table, x, n, max);
+  return top > 0 ? top_ids(x, n, top, ids) : 0;
+}
+
+NK_API int32_t nk_sample_logprobs(const float *x, int64_t n, const double *table, int32_t top,
+                                  int32_t *top_ids, double *out) {
+  return sample_logprobs(x, n, table, top, top_ids, out, nk_best_isa() >= NK_ISA_AVX512);
+}
+
+NK_API int32_t nk_sample_logprobs_ref(const float *x, int64_t n, const double *table, int32_t top,
+                                      int32_t *top_ids, double *out) {
+  return sample_logprobs(x, n, table, top, top_ids, out, 0);
 }

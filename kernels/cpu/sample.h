@@ -17,9 +17,11 @@ int64_t nk_sample_candidates_avx512(const float *x, int64_t n, double floor_at, 
                                     double inverse, const double *table, int32_t *ids,
                                     float *logits, double *weights);
 
-/* x[argmax(x)] of common/argmax.ts for n >= 1: NaN when x[0] is, else the largest value
- * (NaN skipped). */
-double nk_sample_best_avx512(const float *x, int64_t n);
+/* The largest of `from` and the values of x[0, n) (NaN skipped). */
+double nk_sample_max_avx512(const float *x, int64_t n, float from);
+
+/* The sum over x[0, n) of e^-(max - x[i]) (0 for NaN), in sample.c's sum4 order. */
+double nk_sample_exp_sum_avx512(const float *x, int64_t n, double max, const double *table);
 
 /* The largest and smallest of x[0, n) (no NaN among them), as doubles. */
 void nk_sample_span_avx512(const float *x, int64_t n, double *hi, double *lo);

@@ -12,7 +12,7 @@ import { Rng } from "../gguf/rng.ts";
 import type { TokenFilter } from "./request.ts";
 import { expNeg } from "./exp_table.ts";
 import { draw, type DrawParams } from "./truncation.ts";
-import { nativeDraw } from "./native_draw.ts";
+import { nativeSampling, type RowSummary } from "./native_sampling.ts";
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -182,7 +182,7 @@ export class Sampler {
       minP: p.minP,
       u: this.#rng.float(),
     };
-    const native = nativeDraw();
+    const native = nativeSampling();
     const id = native ? native.draw(x, params) : draw(x, params);
     // Every logit NaN: the token greedy decoding picks.
     return id >= 0 ? id : 0;
@@ -204,18 +204,37 @@ export function topIds(x: ArrayLike<number>, k: number): number[] {
   return top;
 }
 
-/** Token `id` with its log-prob under `logits` and the `top` most likely alternatives. */
+/**
+ * Token `id` with its log-prob under `logits` and the `top` most likely alternatives: in the
+ * CPU kernel library where it loads, else here, the same to the bit either way.
+ */
 export function tokenLogprobs(logits: Float32Array, id: number, top: number): SampledToken {
-  const logZ = logSumExp(logits);
+  const native = nativeSampling();
+  const s = native ? native.summary(logits, top) : rowSummary(logits, top);
+  const logZ = s.max + Math.log(s.sum);
   const out: SampledToken = { id, logprob: logits[id] - logZ };
-  if (top > 0) out.top = topIds(logits, top).map((t) => ({ id: t, logprob: logits[t] - logZ }));
+  if (top > 0) out.top = Array.from(s.top, (t) => ({ id: t, logprob: logits[t] - logZ }));
   return out;
 }
 
-function logSumExp(x: Float32Array): number {
+/**
+ * The largest logit (NaN skipped), the sum of e^-(max - logit) in four running sums (element
+ * i into sum i % 4, then paired, as kernels/cpu/sample.c adds them), and the `top` best ids.
+ */
+export function rowSummary(x: Float32Array, top: number): RowSummary {
   let max = -Infinity;
   for (let i = 0; i < x.length; i++) if (x[i] > max) max = x[i];
-  let sum = 0;
-  for (let i = 0; i < x.length; i++) sum += expNeg(max - x[i]);
-  return max + Math.log(sum);
+  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  let i = 0;
+  for (; i + 4 <= x.length; i += 4) {
+    s0 += expNeg(max - x[i]);
+    s1 += expNeg(max - x[i + 1]);
+    s2 += expNeg(max - x[i + 2]);
+    s3 += expNeg(max - x[i + 3]);
+  }
+  if (i < x.length) s0 += expNeg(max - x[i++]);
+  if (i < x.length) s1 += expNeg(max - x[i++]);
+  if (i < x.length) s2 += expNeg(max - x[i]);
+  const ids = top > 0 ? Int32Array.from(topIds(x, top)) : new Int32Array(0);
+  return { max, sum: (s0 + s1) + (s2 + s3), top: ids };
 }

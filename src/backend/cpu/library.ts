@@ -129,6 +129,14 @@ export const CPU_SYMBOLS = {
     parameters: ["buffer", "i64", "buffer", "buffer", "buffer"],
     result: "i64",
   },
+  nk_sample_logprobs: {
+    parameters: ["buffer", "i64", "buffer", "i32", "buffer", "buffer"],
+    result: "i32",
+  },
+  nk_sample_logprobs_ref: {
+    parameters: ["buffer", "i64", "buffer", "i32", "buffer", "buffer"],
+    result: "i32",
+  },
   nk_token_mask_walk: {
     parameters: [
       "buffer",

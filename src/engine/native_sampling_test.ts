@@ -1,16 +1,17 @@
 /**
- * Checker for the native draw (kernels/cpu/sample.c) against truncation.ts: the same token
- * for every row kind, size, truncation and landing point, so that a seed samples the same
- * text whether the CPU kernel library is loaded or not.
+ * Checker for the native sampling (kernels/cpu/sample.c) against TypeScript: the same token
+ * for every row kind, size, truncation and landing point (truncation.ts), and the same
+ * log-prob terms to the bit (sampler.ts), whether the CPU kernel library is loaded or not.
  */
 
 import { assert, assertEquals } from "../../tests/support/assert.ts";
 import { LOGIT_ROWS } from "../../tests/support/logit_rows.ts";
 import { Rng } from "../gguf/mod.ts";
-import { NativeDraw } from "./native_draw.ts";
+import { NativeSampling } from "./native_sampling.ts";
+import { rowSummary } from "./sampler.ts";
 import { draw, type DrawParams } from "./truncation.ts";
 
-const native = NativeDraw.open();
+const native = NativeSampling.open();
 
 Deno.test("native draw: the same token as truncation.ts for every row, cut and u, vector pass and plain C", () => {
   assert(native !== null, "the CPU kernel library did not load: run `deno task kernels:cpu`");
@@ -67,4 +68,26 @@ Deno.test("native draw: no candidate (every logit NaN, or the first) answers -1 
   assertEquals(native.draw(x, p), -1);
   assertEquals(native.draw(x, p, true), -1);
   assertEquals(draw(x, p), -1);
+});
+
+Deno.test("native log-probs: the same maximum, sum and best ids as sampler.ts, to the bit", () => {
+  assert(native !== null);
+  const rng = new Rng(78);
+  let cases = 0;
+  for (const [name, row] of Object.entries(LOGIT_ROWS)) {
+    for (const n of [1, 3, 7, 64, 1001, 151936]) {
+      const x = row(rng, n);
+      for (const top of [0, 1, 5, 20]) {
+        const want = rowSummary(x, top);
+        for (const reference of [false, true]) {
+          const got = native.summary(x, top, reference);
+          const what = `${name} n=${n} top=${top}${reference ? " (plain C)" : ""}`;
+          assertEquals([got.max, got.sum], [want.max, want.sum], what);
+          assertEquals([...got.top], [...want.top], what);
+          cases++;
+        }
+      }
+    }
+  }
+  assertEquals(cases, 4 * 6 * 4 * 2);
 });
