@@ -1,9 +1,11 @@
 /*
- * The candidate pass of a sampled draw (sample.c) sixteen values at a time: compare in
- * double, compress the ids and logits that pass, and their exponentials eight at a time,
- * lane for lane the operations of sample.c's exp_neg (the table by a gather). fp-contract
- * is off, so no multiply and add fuse into one rounding: the weights come out bit for bit
- * as the scalar code's, and the draws token for token (native_draw_test).
+ * The passes of sample.c over a whole row, in AVX-512: a draw's candidates sixteen values
+ * at a time (compare in double, compress the ids and logits that pass, their exponentials
+ * eight at a time, lane for lane the operations of sample.c's exp_neg, the table by a
+ * gather), the span and buckets of top-k/top-p's first round, the best logit, and the sum
+ * of exponentials of log-probs. fp-contract is off, so no multiply and add fuse into one
+ * rounding: everything comes out bit for bit as the scalar code's, and the draws token for
+ * token (native_sampling_test).
  */
 #pragma GCC optimize("fp-contract=off")
 

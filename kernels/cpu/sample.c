@@ -1,12 +1,13 @@
 /*
- * The sampled draw of src/engine/truncation.ts in C: candidates within the cutoff, top-k,
- * top-p, min-p, then the draw, by the same steps with the same double arithmetic in the
- * same order, so that a seed draws the same token either way (sample_test checks it over
- * random rows). In TypeScript a draw over a 152k vocabulary costs 1-2 ms, which sixteen
- * streams pay sixteen times a step.
+ * The sampled draw of src/engine/truncation.ts in C (candidates within the cutoff, top-k,
+ * top-p, min-p, then the draw) and the row summary of sampler.ts's log-probs, by the same
+ * steps with the same double arithmetic in the same order, so that a seed draws the same
+ * token and a log-prob comes out the same either way (src/engine/native_sampling_test.ts
+ * checks both over random rows). In TypeScript a draw over a 152k vocabulary costs 1-2 ms,
+ * which sixteen streams pay sixteen times a step.
  *
  * fp-contract is off: a fused multiply-add rounds once where the TypeScript rounds twice.
- * The exponential table comes from the caller (exp_table.ts), so no libm enters.
+ * The exponential table comes from the caller (exp_table.ts), so no libm result enters.
  */
 #pragma GCC optimize("fp-contract=off")
 

@@ -8,7 +8,7 @@
 
 const STEPS = 256;
 export const EXP_RANGE = 64;
-/** e^(-k/256) for k = 0 .. 64 * 256: the native draw (native_draw.ts) takes it from here. */
+/** e^(-k/256) for k = 0 .. 64 * 256: native sampling (native_sampling.ts) takes it from here. */
 export const EXP_TABLE: Float64Array = Float64Array.from(
   { length: EXP_RANGE * STEPS + 1 },
   (_, k) => Math.exp(-k / STEPS),
