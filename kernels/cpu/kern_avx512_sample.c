@@ -14,6 +14,15 @@
 
 #include "sample.h"
 
+/* The lanes of a 16- (8-) value step with `left` values left in the row. */
+static inline __mmask16 tail16(int64_t left) {
+  return left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+static inline __mmask8 tail8(int64_t left) {
+  return left >= 8 ? 0xFF : (__mmask8)((1u << left) - 1);
+}
+
 /* exp_neg of sample.c for eight values of s >= 0. */
 static __m512d exp_neg8(const double *table, __m512d s) {
   const __mmask8 live = _mm512_cmp_pd_mask(s, _mm512_set1_pd(NK_EXP_RANGE), _CMP_LT_OQ);
@@ -40,7 +49,7 @@ int64_t nk_sample_candidates_avx512(const float *x, int64_t n, double floor_at, 
   __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t count = 0;
   for (int64_t i = 0; i < n; i += 16, at = _mm512_add_epi32(at, step)) {
-    const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    const __mmask16 in = tail16(n - i);
     const __m512 v = _mm512_maskz_loadu_ps(in, x + i);
     const __m512d d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
     const __m512d d1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
@@ -65,7 +74,7 @@ int64_t nk_sample_candidates_avx512(const float *x, int64_t n, double floor_at, 
 void nk_sample_span_avx512(const float *x, int64_t n, double *hi, double *lo) {
   __m512 top = _mm512_set1_ps(-INFINITY), bottom = _mm512_set1_ps(INFINITY);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    const __mmask16 in = tail16(n - i);
     top = _mm512_mask_max_ps(top, in, top, _mm512_maskz_loadu_ps(in, x + i));
     bottom = _mm512_mask_min_ps(bottom, in, bottom, _mm512_maskz_loadu_ps(in, x + i));
   }
@@ -78,7 +87,7 @@ void nk_sample_buckets_avx512(const float *x, int64_t n, double hi, double scale
   const __m512d top = _mm512_set1_pd(hi), sc = _mm512_set1_pd(scale);
   const __m256i cap = _mm256_set1_epi32(last);
   for (int64_t i = 0; i < n; i += 8) {
-    const __mmask8 in = n - i >= 8 ? 0xFF : (__mmask8)((1u << (n - i)) - 1);
+    const __mmask8 in = tail8(n - i);
     const __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(in, x + i));
     /* Not negative: truncation floors. */
     const __m256i b = _mm512_cvttpd_epi32(_mm512_mul_pd(_mm512_sub_pd(top, v), sc));
@@ -91,7 +100,7 @@ double nk_sample_max_avx512(const float *x, int64_t n, float from) {
    * sign may differ from a scalar scan's pick; no weight or floor sees the difference. */
   __m512 best = _mm512_set1_ps(from);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    const __mmask16 in = tail16(n - i);
     best = _mm512_max_ps(_mm512_mask_loadu_ps(best, in, x + i), best);
   }
   return _mm512_reduce_max_ps(best);
@@ -104,7 +113,7 @@ double nk_sample_exp_sum_avx512(const float *x, int64_t n, double max, const dou
   __m256d sum = _mm256_setzero_pd();
   const __m512d top = _mm512_set1_pd(max);
   for (int64_t i = 0; i < n; i += 8) {
-    const __mmask8 in = n - i >= 8 ? 0xFF : (__mmask8)((1u << (n - i)) - 1);
+    const __mmask8 in = tail8(n - i);
     const __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(in, x + i));
     const __m512d w = _mm512_maskz_mov_pd(in, exp_neg8(table, _mm512_sub_pd(top, v)));
     sum = _mm256_add_pd(sum, _mm512_castpd512_pd256(w));

@@ -59,18 +59,14 @@ static double exp_neg(const double *table, double s) {
 
 /* sum4 of truncation.ts: four running sums, element j into sum j % 4, then paired. */
 static double sum4(const double *w, int64_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  double s[4] = {0, 0, 0, 0};
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
-    s0 += w[j];
-    s1 += w[j + 1];
-    s2 += w[j + 2];
-    s3 += w[j + 3];
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; l++) s[l] += w[j + l];
   }
-  if (j < n) s0 += w[j++];
-  if (j < n) s1 += w[j++];
-  if (j < n) s2 += w[j];
-  return (s0 + s1) + (s2 + s3);
+  for (int l = 0; j < n; j++, l++) s[l] += w[j];
+  return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
 static void weigh(cands *c) {
@@ -200,11 +196,14 @@ static int64_t draw_from(cands *c, double u) {
   return c->n > 0 ? c->ids[c->n - 1] : -1;
 }
 
-/* x[argmax(x)] of common/argmax.ts: the largest value, or NaN when x[0] is (no value is
- * greater than it). */
-static double best_logit(const float *x, int64_t n) {
-  float best = x[0];
-  for (int64_t i = 1; i < n; i++) best = x[i] > best ? x[i] : best;
+/* The largest of `from` and the values of x[0, n) (NaN skipped): with from = -inf, the
+ * maximum sampler.ts's rowSummary finds; with from = x[0], x[argmax(x)] of common/argmax.ts
+ * (NaN when x[0] is, as no value is greater than it). */
+static double largest_from(const float *x, int64_t n, float from, int fast) {
+  if (from != from) return NAN;
+  if (fast) return nk_sample_max_avx512(x, n, from);
+  float best = from;
+  for (int64_t i = 0; i < n; i++) best = x[i] > best ? x[i] : best;
   return best;
 }
 
@@ -212,7 +211,7 @@ static double best_logit(const float *x, int64_t n) {
  * ranks by logit) does not drop most candidates first. */
 static int64_t sample_draw(const float *x, int64_t n, const double *params, const double *table,
                            uint8_t *scratch, int fast) {
-  const double max = n == 0 ? NAN : fast ? (x[0] != x[0] ? NAN : nk_sample_max_avx512(x, n, x[0])) : best_logit(x, n);
+  const double max = n == 0 ? NAN : largest_from(x, n, x[0], fast);
   const double temperature = params[NK_SAMPLE_TEMPERATURE];
   const int64_t top_k = (int64_t)params[NK_SAMPLE_TOP_K];
   const size_t m = (size_t)(n > 0 ? n : 1);
@@ -258,13 +257,6 @@ NK_API int64_t nk_sample_draw_ref(const float *x, int64_t n, const double *param
   return sample_draw(x, n, params, table, scratch, 0);
 }
 
-/* The largest value of x (NaN skipped; -inf when none), as sampler.ts's logSumExp finds it. */
-static double largest(const float *x, int64_t n) {
-  double best = -INFINITY;
-  for (int64_t i = 0; i < n; i++) best = x[i] > best ? x[i] : best;
-  return best;
-}
-
 /* The sum of e^-(max - x[i]) over x in sum4's order (NaN weighs 0). */
 static double exp_sum(const double *table, const float *x, int64_t n, double max) {
   double s[4] = {0, 0, 0, 0};
@@ -291,7 +283,7 @@ static int32_t top_ids(const float *x, int64_t n, int32_t k, int32_t *top) {
 
 static int32_t sample_logprobs(const float *x, int64_t n, const double *table, int32_t top,
                                int32_t *ids, double *out, int fast) {
-  const double max = fast ? nk_sample_max_avx512(x, n, -INFINITY) : largest(x, n);
+  const double max = largest_from(x, n, -INFINITY, fast);
   out[0] = max;
   out[1] = fast ? nk_sample_exp_sum_avx512(x, n, max, table) : exp_sum(table, x, n, max);
   return top > 0 ? top_ids(x, n, top, ids) : 0;

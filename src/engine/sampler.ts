@@ -11,7 +11,7 @@ import { argmax } from "../common/argmax.ts";
 import { Rng } from "../gguf/rng.ts";
 import type { TokenFilter } from "./request.ts";
 import { expNeg } from "./exp_table.ts";
-import { draw, type DrawParams } from "./truncation.ts";
+import { draw, type DrawParams, sum4 } from "./truncation.ts";
 import { nativeSampling, type RowSummary } from "./native_sampling.ts";
 
 export interface SamplingParams {
@@ -217,24 +217,19 @@ export function tokenLogprobs(logits: Float32Array, id: number, top: number): Sa
   return out;
 }
 
+/** rowSummary's exponentials, kept between rows (sampling runs one row at a time). */
+let exps = new Float64Array(0);
+
 /**
- * The largest logit (NaN skipped), the sum of e^-(max - logit) in four running sums (element
- * i into sum i % 4, then paired, as kernels/cpu/sample.c adds them), and the `top` best ids.
+ * The largest logit (NaN skipped), the sum of e^-(max - logit) in sum4's order (as
+ * kernels/cpu/sample.c adds them), and the `top` best ids.
  */
 export function rowSummary(x: Float32Array, top: number): RowSummary {
   let max = -Infinity;
   for (let i = 0; i < x.length; i++) if (x[i] > max) max = x[i];
-  let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  let i = 0;
-  for (; i + 4 <= x.length; i += 4) {
-    s0 += expNeg(max - x[i]);
-    s1 += expNeg(max - x[i + 1]);
-    s2 += expNeg(max - x[i + 2]);
-    s3 += expNeg(max - x[i + 3]);
-  }
-  if (i < x.length) s0 += expNeg(max - x[i++]);
-  if (i < x.length) s1 += expNeg(max - x[i++]);
-  if (i < x.length) s2 += expNeg(max - x[i]);
+  if (exps.length < x.length) exps = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) exps[i] = expNeg(max - x[i]);
+  const sum = sum4(exps, x.length);
   const ids = top > 0 ? Int32Array.from(topIds(x, top)) : new Int32Array(0);
-  return { max, sum: (s0 + s1) + (s2 + s3), top: ids };
+  return { max, sum, top: ids };
 }

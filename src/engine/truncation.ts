@@ -99,9 +99,10 @@ function weigh(c: Candidates): void {
 
 /**
  * The sum of w[0, n) in four running sums (element j into sum j % 4), then paired: four
- * chains of additions where one waits on each, in an order sample.c repeats exactly.
+ * chains of additions where one waits on each, in an order kernels/cpu/sample.c repeats
+ * exactly.
  */
-function sum4(w: Float64Array, n: number): number {
+export function sum4(w: Float64Array, n: number): number {
   let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   let j = 0;
   for (; j + 4 <= n; j += 4) {
