@@ -152,6 +152,24 @@ Deno.test({
         assert(relError(ys[1], want) <= TOLERANCE, `n=${n}: repacked Q6_K beside Q8_0`);
       }
 
+      // So does a repacked Q4_K: its tile then scales each sub-block in floats.
+      const q4 = ggmlTypeByName("Q4_K")!;
+      const w4 = randomBlocks(q4, (rows * cols) / q4.blockSize, rng);
+      const r4 = repacked(pool, q4, w4, rows, cols);
+      for (const n of [1, 5]) {
+        const x = randomF32(rng, n * cols);
+        const want = new Float32Array(n * rows);
+        pool.matmulRef(q4.id, w4, rows, cols, x, n, want);
+        const ys = [new Float32Array(n * rows).fill(NaN), new Float32Array(n * rows).fill(NaN)];
+        pool.matmulMany(
+          [{ type: r.type, w: r.w, rows, y: ys[0] }, { type: r4.type, w: r4.w, rows, y: ys[1] }],
+          cols,
+          x,
+          n,
+        );
+        assert(relError(ys[1], want) <= TOLERANCE, `n=${n}: repacked Q4_K beside Q8_0`);
+      }
+
       // Rows must come in whole groups of sixteen.
       const odd = randomBlocks(q8, (40 * cols) / q8.blockSize, rng);
       assertThrows(() => pool.repack(q8.id, odd, 40, cols, new Uint8Array(odd.length)));
