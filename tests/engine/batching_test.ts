@@ -178,6 +178,9 @@ Deno.test("interrupted prefill: arrivals stop a long prompt's steps, and no outp
   try {
     const shorts = golden.prompts.filter((p) => p.tokens.length < 40).slice(0, 8);
     const longRun = run(host, long);
+    // The arrivals start once the long prompt's prefill is under way: on a busy machine
+    // they could otherwise all come before its first step and join it uninterrupted.
+    while ((await host.stats()).prefillTokens === 0) await new Promise((r) => setTimeout(r, 5));
     const shortRuns: Array<Promise<Outcome>> = [];
     for (const [i, p] of shorts.entries()) {
       await new Promise((r) => setTimeout(r, 10));
