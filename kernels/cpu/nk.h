@@ -193,6 +193,12 @@ NK_API int64_t nk_sample_draw(const float *x, int64_t n, const double *params, c
 /* The same draw by plain C alone: the checker's reference for nk_sample_draw's vector pass. */
 NK_API int64_t nk_sample_draw_ref(const float *x, int64_t n, const double *params,
                                   const double *table, uint8_t *scratch);
+/* nk_sample_draw of rows[which[i]] (each `width` values of the n_rows at rows) with
+ * params[i * NK_SAMPLE_PARAMS ...] into out[i], for i < n, the draws spread over the pool
+ * (sample_rows.c). */
+NK_API int32_t nk_sample_draw_rows(nk_pool *pool, const float *rows, int64_t width,
+                                   int64_t n_rows, const int32_t *which, int64_t n,
+                                   const double *params, const double *table, int32_t *out);
 /* What log-probs need of the logits x[0, n), as sampler.ts's tokenLogprobs computes it:
  * out[0] = the largest value (NaN skipped), out[1] = the sum of e^-(out[0] - x[i]) by the
  * exp table, and the `top` best indices (best first, ties to the lower) in top_ids; returns

@@ -11,6 +11,7 @@ import type { SequenceSlice, Step, StepInterrupt } from "../backend/backend.ts";
 import { NeuronError } from "../common/errors.ts";
 import type { ModelRunner } from "../runner/runner.ts";
 import { EngineError } from "./errors.ts";
+import { drawAhead } from "./draw_ahead.ts";
 import { shareCache } from "./fork.ts";
 import { BlockPool } from "./kv/block_pool.ts";
 import type { EngineOptions, EngineRequest, EngineStats, SequenceObserver } from "./request.ts";
@@ -284,6 +285,7 @@ export class Engine {
    */
   #deliver(outputs: RunOutputs[], result: StepResult): void {
     const width = this.#rowWidth;
+    if ("rows" in result) drawAhead(this.#runner, outputs, result.rows, width);
     let r = 0;
     for (const { run, rows } of outputs) {
       const seq = run.seq;

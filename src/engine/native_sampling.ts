@@ -7,7 +7,7 @@
  * a step. Where the library cannot be loaded the sampler keeps to TypeScript.
  */
 
-import { openCpuLibrary } from "../backend/cpu/library.ts";
+import { NK_SAMPLE_PARAMS, openCpuLibrary } from "../backend/cpu/library.ts";
 import { EXP_TABLE } from "./exp_table.ts";
 import type { DrawParams } from "./truncation.ts";
 
@@ -25,7 +25,7 @@ export interface RowSummary {
 
 export class NativeSampling {
   readonly #sym: Library["symbols"];
-  readonly #params = new Float64Array(6);
+  readonly #params = new Float64Array(NK_SAMPLE_PARAMS);
   readonly #summary = new Float64Array(2);
   #top = new Int32Array(0);
   #scratch = new Uint8Array(0);
@@ -54,12 +54,7 @@ export class NativeSampling {
       this.#scratchFor = x.length;
     }
     const q = this.#params;
-    q[0] = p.temperature;
-    q[1] = p.cutoff;
-    q[2] = p.topK;
-    q[3] = p.topP;
-    q[4] = p.minP;
-    q[5] = p.u;
+    packDraw(p, q, 0);
     const run = reference ? this.#sym.nk_sample_draw_ref : this.#sym.nk_sample_draw;
     return Number(run(x, BigInt(x.length), q, EXP_TABLE, this.#scratch));
   }
@@ -75,6 +70,20 @@ export class NativeSampling {
     const n = run(x, BigInt(x.length), EXP_TABLE, top, this.#top, this.#summary);
     return { max: this.#summary[0], sum: this.#summary[1], top: this.#top.subarray(0, n) };
   }
+}
+
+/** Values a draw's parameters take (packDraw). */
+export const DRAW_VALUES = NK_SAMPLE_PARAMS;
+
+/** `p` as the library reads a draw's parameters, at into[6 at, 6 at + 6) (NK_SAMPLE_*). */
+export function packDraw(p: DrawParams, into: Float64Array, at: number): void {
+  const o = NK_SAMPLE_PARAMS * at;
+  into[o] = p.temperature;
+  into[o + 1] = p.cutoff;
+  into[o + 2] = p.topK;
+  into[o + 3] = p.topP;
+  into[o + 4] = p.minP;
+  into[o + 5] = p.u;
 }
 
 let shared: NativeSampling | null | undefined;

@@ -12,7 +12,7 @@ import { Rng } from "../gguf/rng.ts";
 import type { TokenFilter } from "./request.ts";
 import { expNeg } from "./exp_table.ts";
 import { draw, type DrawParams, sum4 } from "./truncation.ts";
-import { nativeSampling, type RowSummary } from "./native_sampling.ts";
+import { nativeSampling, packDraw, type RowSummary } from "./native_sampling.ts";
 
 export interface SamplingParams {
   /** 0 = greedy. */
@@ -91,6 +91,8 @@ export class Sampler {
   /** Output-token counts (presence/frequency) and every token seen (repetition). */
   readonly #generated = new Map<number, number>();
   readonly #seen = new Set<number>();
+  /** A draw made ahead (drawAhead), for the next `sample` to report. */
+  #drawn: number | undefined;
 
   constructor(
     params: SamplingParams,
@@ -112,11 +114,29 @@ export class Sampler {
     return p.temperature <= 0 && !p.logprobs && p.topLogprobs === 0 && !this.#adjusts;
   }
 
+  /** A draw at a temperature from the logits as they come, nothing adjusted first. */
+  get plainSampled(): boolean {
+    return this.#params.temperature > 0 && !this.#adjusts;
+  }
+
   /** Whether a logit bias or a penalty changes the logits before the choice. */
   get #adjusts(): boolean {
     const p = this.#params;
     return (p.logitBias !== undefined && p.logitBias.size > 0) || p.repetitionPenalty !== 1 ||
       p.presencePenalty !== 0 || p.frequencyPenalty !== 0;
+  }
+
+  /** This sampler's next draw, its `u` taken from the stream. */
+  #drawParams(): DrawParams {
+    const p = this.#params;
+    return {
+      temperature: p.temperature,
+      cutoff: CUTOFF,
+      topK: p.topK,
+      topP: p.topP,
+      minP: p.minP,
+      u: this.#rng.float(),
+    };
   }
 
   /** Records a token that became part of the output (penalties see it from now on). */
@@ -133,6 +153,11 @@ export class Sampler {
   sample(logits: Float32Array, filter: TokenFilter | undefined): SampledToken | null;
   sample(logits: Float32Array, filter?: TokenFilter): SampledToken | null {
     const p = this.#params;
+    if (this.#drawn !== undefined) {
+      const id = this.#drawn;
+      this.#drawn = undefined;
+      return this.#reported(logits, id >= 0 ? id : 0);
+    }
     let x = this.#scratch;
     if (filter !== undefined) {
       if (!filter.restrict(x, logits)) return null;
@@ -146,6 +171,26 @@ export class Sampler {
     }
 
     const id = p.temperature <= 0 ? argmax(x) : this.#draw(x);
+    return this.#reported(logits, id);
+  }
+
+  /**
+   * A plainSampled sampler's next draw done elsewhere (the engine draws a step's rows
+   * together, runner.drawRows): its parameters, `u` taken from this sampler's stream now, at
+   * into[6 at, 6 at + 6). The next `sample` then reports `drawn(id)`'s token instead of
+   * drawing, so the stream moves once per token either way.
+   */
+  drawAhead(into: Float64Array, at: number): void {
+    packDraw(this.#drawParams(), into, at);
+  }
+
+  /** The token the draw that drawAhead set up gave (-1: no candidate). */
+  drawn(id: number): void {
+    this.#drawn = id;
+  }
+
+  #reported(logits: Float32Array, id: number): SampledToken {
+    const p = this.#params;
     return p.logprobs || p.topLogprobs > 0 ? tokenLogprobs(logits, id, p.topLogprobs) : { id };
   }
 
@@ -173,15 +218,7 @@ export class Sampler {
    * where it loads, else in truncation.ts, the same token either way.
    */
   #draw(x: Float32Array): number {
-    const p = this.#params;
-    const params: DrawParams = {
-      temperature: p.temperature,
-      cutoff: CUTOFF,
-      topK: p.topK,
-      topP: p.topP,
-      minP: p.minP,
-      u: this.#rng.float(),
-    };
+    const params = this.#drawParams();
     const native = nativeSampling();
     const id = native ? native.draw(x, params) : draw(x, params);
     // Every logit NaN: the token greedy decoding picks.

@@ -10,6 +10,7 @@ import {
   type StepInterrupt,
 } from "../backend/backend.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
+import { type RowDraws, rowDrawsOf } from "../backend/row_draws.ts";
 import type { GgufModel, ModelShape } from "../models/family.ts";
 import { ModelInstance } from "../models/instance.ts";
 import type { ModelRunner } from "./runner.ts";
@@ -28,12 +29,17 @@ export interface LocalRunnerOptions {
 }
 
 export class LocalRunner implements ModelRunner {
+  readonly drawRows?: RowDraws["drawRows"];
+
   private constructor(
     readonly shape: ModelShape,
     private readonly backend: Backend,
     private readonly memory: DeviceMemory | null,
     private readonly instance: ModelInstance,
-  ) {}
+  ) {
+    const draws = rowDrawsOf(backend);
+    if (draws) this.drawRows = (...a) => draws.drawRows(...a);
+  }
 
   /** Binds `model` to a new backend with a KV pool of `kv`. */
   static open(model: GgufModel, options: LocalRunnerOptions, kv: KvPoolSpec): LocalRunner {

@@ -6,6 +6,7 @@
  */
 
 import type { Step, StepInterrupt } from "../backend/backend.ts";
+import type { RowDraws } from "../backend/row_draws.ts";
 import type { ModelShape } from "../models/family.ts";
 
 export interface ModelRunner {
@@ -42,6 +43,11 @@ export interface ModelRunner {
    * spread over processes. Without it, prefixes are shared by whole blocks only.
    */
   readonly copyKvRows?: (from: number, to: number, rows: number) => void;
+  /**
+   * Draws sampled tokens from rows of logits on the host, several at once over the
+   * runner's own threads (RowDraws); absent where it has none to spare.
+   */
+  readonly drawRows?: RowDraws["drawRows"];
   /** Bytes held on the device (weights, cache, scratch); 0 where memory is the host's. */
   deviceBytes(): number;
   close(): void;

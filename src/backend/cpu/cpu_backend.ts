@@ -31,6 +31,7 @@ import {
   type Weight,
   type WeightSource,
 } from "../backend.ts";
+import type { RowDraws } from "../row_draws.ts";
 import { hugePageShare } from "../../common/huge_pages.ts";
 import { log } from "../../common/log.ts";
 import {
@@ -73,7 +74,7 @@ export interface CpuBackendOptions {
   repack?: boolean;
 }
 
-export class CpuBackend implements Backend, BandwidthProbe {
+export class CpuBackend implements Backend, BandwidthProbe, RowDraws {
   readonly kind = "cpu" as const;
   readonly kernels: CpuKernels;
   readonly pool: Pool;
@@ -378,6 +379,11 @@ export class CpuBackend implements Backend, BandwidthProbe {
     this.pool.queue.argmaxRows(src.pointer, src.rows, src.cols, this.#picks, masks);
     this.pool.queue.flush();
     return this.#picks.i32().slice(0, src.rows);
+  }
+
+  /** RowDraws (row_draws.ts) over this backend's pool. */
+  drawRows(...a: Parameters<Pool["drawRows"]>): Int32Array {
+    return this.pool.drawRows(...a);
   }
 
   read(a: Activation, into?: Float32Array): Float32Array {

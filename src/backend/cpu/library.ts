@@ -9,6 +9,11 @@ import { nativeAssetPath } from "../../common/assets.ts";
 import { errorMessage } from "../../common/errors.ts";
 import { CpuKernelError } from "./errors.ts";
 
+/** Values of a draw's parameters (nk.h's NK_SAMPLE_PARAMS). */
+export const NK_SAMPLE_PARAMS = 6;
+/** Entries of the exp table a draw reads (e^(-k/256), k = 0..64 * 256). */
+export const EXP_TABLE_LENGTH = 64 * 256 + 1;
+
 export const CPU_SYMBOLS = {
   nk_cpu_features: { parameters: [], result: "u32" },
   nk_best_isa: { parameters: [], result: "i32" },
@@ -125,6 +130,10 @@ export const CPU_SYMBOLS = {
   },
   nk_sample_scratch_bytes: { parameters: ["i64"], result: "i64" },
   nk_sample_draw: { parameters: ["buffer", "i64", "buffer", "buffer", "buffer"], result: "i64" },
+  nk_sample_draw_rows: {
+    parameters: ["pointer", "buffer", "i64", "i64", "buffer", "i64", "buffer", "buffer", "buffer"],
+    result: "i32",
+  },
   nk_sample_draw_ref: {
     parameters: ["buffer", "i64", "buffer", "buffer", "buffer"],
     result: "i64",

@@ -7,7 +7,7 @@
 
 import { checkDims } from "./checks.ts";
 import { checkStatus, CpuKernelError } from "./errors.ts";
-import type { CpuSymbols } from "./library.ts";
+import { type CpuSymbols, EXP_TABLE_LENGTH, NK_SAMPLE_PARAMS } from "./library.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
 import { matmulOperands } from "./checks.ts";
 import { OpList } from "./op_list.ts";
@@ -287,6 +287,39 @@ export class Pool {
   /** Immediate `OpList.scale`. */
   scale(...a: Parameters<OpList["scale"]>): void {
     this.#now((q) => q.scale(...a));
+  }
+
+  /**
+   * nk_sample_draw of the rows `which` of `rows` (each `width` values), row i's draw with
+   * params[i * NK_SAMPLE_PARAMS, ...] and the exp table `table`, the draws spread over the
+   * threads: each row's token, -1 where a row has no candidate.
+   */
+  drawRows(
+    rows: Float32Array,
+    width: number,
+    which: Int32Array,
+    params: Float64Array,
+    table: Float64Array,
+  ): Int32Array {
+    checkDims("drawRows", { width, rows: which.length });
+    if (params.length < which.length * NK_SAMPLE_PARAMS || table.length < EXP_TABLE_LENGTH) {
+      throw new CpuKernelError("cpu_kernel_invalid", "drawRows: params or table too short");
+    }
+    this.#queue.flush();
+    const out = new Int32Array(which.length);
+    const status = this.#sym.nk_sample_draw_rows(
+      this.#p,
+      rows,
+      BigInt(width),
+      BigInt(Math.floor(rows.length / width)),
+      which,
+      BigInt(which.length),
+      params,
+      table,
+      out,
+    );
+    checkStatus("drawRows", status);
+    return out;
   }
 
   /** Read bandwidth in GB/s of all threads streaming a buffer of `bytes`, best of `iters`. */
