@@ -13,6 +13,7 @@ import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import { type RowDraws, rowDrawsOf } from "../backend/row_draws.ts";
 import type { GgufModel, ModelShape } from "../models/family.ts";
 import { ModelInstance } from "../models/instance.ts";
+import { HostDraws } from "./host_draws.ts";
 import type { ModelRunner } from "./runner.ts";
 
 export interface LocalRunnerOptions {
@@ -30,14 +31,19 @@ export interface LocalRunnerOptions {
 
 export class LocalRunner implements ModelRunner {
   readonly drawRows?: RowDraws["drawRows"];
+  /** Host threads of its own for the draws, where the backend's are a device's. */
+  readonly #hostDraws: HostDraws | null;
 
   private constructor(
     readonly shape: ModelShape,
     private readonly backend: Backend,
     private readonly memory: DeviceMemory | null,
     private readonly instance: ModelInstance,
+    threads: number,
   ) {
-    const draws = rowDrawsOf(backend);
+    const own = rowDrawsOf(backend);
+    this.#hostDraws = own ? null : HostDraws.open(threads);
+    const draws = own ?? this.#hostDraws;
     if (draws) this.drawRows = (...a) => draws.drawRows(...a);
   }
 
@@ -54,7 +60,7 @@ export class LocalRunner implements ModelRunner {
       const kvBytes = kvCacheBytes({ ...model.shape, ...kv });
       memory?.ensureFits(model.file.tensorBytes + kvBytes, "the model and its KV cache");
       const instance = ModelInstance.create(model, backend, kv);
-      return new LocalRunner(model.shape, backend, memory, instance);
+      return new LocalRunner(model.shape, backend, memory, instance, options.threads);
     } catch (err) {
       backend.close();
       throw err;
@@ -97,5 +103,6 @@ export class LocalRunner implements ModelRunner {
   close(): void {
     this.instance.close();
     this.backend.close();
+    this.#hostDraws?.close();
   }
 }

@@ -12,6 +12,7 @@
  */
 
 import type { Backend, KvPoolSpec, Step, StepInterrupt } from "../backend/backend.ts";
+import { type RowDraws, rowDrawsOf } from "../backend/row_draws.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import { argmax, maskedArgmax } from "../common/argmax.ts";
 import { errorMessage } from "../common/errors.ts";
@@ -81,7 +82,12 @@ export class TpRunner {
   ) {
     this.shape = shape;
     this.worldSize = comm.size;
+    const draws = rowDrawsOf(backend);
+    if (draws) this.drawRows = (...a) => draws.drawRows(...a);
   }
+
+  /** Sampled rows drawn on rank 0's threads, where its backend lends them (RowDraws). */
+  readonly drawRows?: RowDraws["drawRows"];
 
   /** Starts the group for `model` with a KV pool of `kv` on every rank. */
   static open(model: GgufModel, options: TpRunnerOptions, kv: KvPoolSpec): TpRunner {

@@ -9,12 +9,13 @@ import { fixture } from "../fixtures.ts";
 import { LOGIT_ROWS } from "../support/logit_rows.ts";
 import { CpuKernels } from "../../src/backend/cpu/kernels.ts";
 import { CpuKernelError } from "../../src/backend/cpu/errors.ts";
-import { Engine, type EngineRequest, GREEDY, type SampledToken } from "../../src/engine/mod.ts";
 import { EXP_TABLE } from "../../src/engine/exp_table.ts";
 import { nativeSampling, packDraw } from "../../src/engine/native_sampling.ts";
 import type { DrawParams } from "../../src/engine/truncation.ts";
 import { Rng } from "../../src/gguf/mod.ts";
+import { Engine, type EngineRequest, GREEDY, type SampledToken } from "../../src/engine/mod.ts";
 import { type ModelRunner, openModel, openRunner } from "../../src/runner/mod.ts";
+import { HostDraws } from "../../src/runner/host_draws.ts";
 
 // The tiny model's random weights make its logits steep: only temperatures this high
 // leave its next token to the draw's u.
@@ -32,7 +33,7 @@ const SAMPLINGS: Array<Partial<EngineRequest["sampling"]>> = [
 
 /** Every choice's tokens, with their log-probs where asked, and how many rows `drawRows`
  * took in all (absent: the runner's drawRows hidden, so every row is drawn alone). */
-function generate(
+function generateBatch(
   withDraws: boolean,
   seed = 1,
 ): { tokens: SampledToken[][]; drawn: number } {
@@ -88,10 +89,9 @@ function generate(
 function fail(code: string): never {
   throw new Error(`request failed: ${code}`);
 }
-
 Deno.test("draws made together: every token and log-prob of a seeded batch as drawn row by row", () => {
-  const alone = generate(false);
-  const together = generate(true);
+  const alone = generateBatch(false);
+  const together = generateBatch(true);
   assertEquals(alone.drawn, 0);
   // Six of the eight draw plainly, their 23 tokens after the first together (but where a
   // choice that started a step late draws its last one alone).
@@ -101,7 +101,7 @@ Deno.test("draws made together: every token and log-prob of a seeded batch as dr
     assertEquals(together.tokens[i], alone.tokens[i], `choice ${i}`);
   });
   // The draws' u decide: other seeds give every sampled choice other tokens.
-  const reseeded = generate(true, 100);
+  const reseeded = generateBatch(true, 100);
   SAMPLINGS.forEach((s, i) => {
     const same = reseeded.tokens[i].every((t, j) => t.id === together.tokens[i][j].id);
     assertEquals(same, !s.temperature, `choice ${i}`);
@@ -149,6 +149,35 @@ Deno.test("pool.drawRows: each row's token is nk_sample_draw's alone; bad rows a
     invalid(() => pool.drawRows(rows, width, which, params.subarray(0, 6), EXP_TABLE));
     invalid(() => pool.drawRows(rows, width, which, params, EXP_TABLE.subarray(0, 100)));
   } finally {
+    pool.destroy();
+  }
+});
+
+Deno.test("HostDraws: a device runner's own threads draw as the CPU pool does, started at the first draw", () => {
+  const host = HostDraws.open(2)!;
+  const kernels = new CpuKernels();
+  const pool = kernels.createPool(1);
+  try {
+    const rng = new Rng(5);
+    const width = 3000;
+    const rows = new Float32Array(4 * width);
+    for (let r = 0; r < 4; r++) rows.set(LOGIT_ROWS.flat(rng, width), r * width);
+    const which = Int32Array.of(3, 0, 2, 1, 3);
+    const params = new Float64Array(6 * which.length);
+    which.forEach((_, i) =>
+      packDraw(
+        { temperature: 1, cutoff: 30, topK: 0, topP: 0.9, minP: 0, u: rng.float() },
+        params,
+        i,
+      )
+    );
+    assertEquals(
+      Array.from(host.drawRows(rows, width, which, params, EXP_TABLE)),
+      Array.from(pool.drawRows(rows, width, which, params, EXP_TABLE)),
+    );
+  } finally {
+    host.close();
+    host.close();
     pool.destroy();
   }
 });
