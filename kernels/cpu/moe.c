@@ -25,36 +25,63 @@
 
 void nk_argsort_desc(int32_t *idx, int64_t n, const float *p);
 
+typedef struct {
+  nk_pool *pool;
+  const float *logits;
+  int64_t n_rows, n_experts, k;
+  int32_t normalize;
+  float *ids, *weights;
+} route_task;
+
+/* Token t's experts and weights. */
+static void route_token(const route_task *a, int64_t t) {
+  const int64_t n_experts = a->n_experts, k = a->k;
+  float p[MAX_EXPERTS];
+  int32_t order[MAX_EXPERTS];
+  const float *l = a->logits + t * n_experts;
+  /* ggml_soft_max_f32: the max, expf of each score less it, their sum in double, then
+   * each value times the float of 1/sum. */
+  float max = -INFINITY;
+  for (int64_t e = 0; e < n_experts; e++) max = max > l[e] ? max : l[e];
+  double sum = 0;
+  for (int64_t e = 0; e < n_experts; e++) {
+    p[e] = expf(l[e] - max);
+    sum += (double)p[e];
+  }
+  const float inv = (float)(1.0 / sum);
+  for (int64_t e = 0; e < n_experts; e++) p[e] *= inv;
+  nk_argsort_desc(order, n_experts, p);
+  /* get_rows, then sum_rows (double, rounded to float), clamp and div. */
+  double chosen = 0;
+  for (int64_t j = 0; j < k; j++) chosen += (double)p[order[j]];
+  float denom = (float)chosen;
+  denom = denom < WEIGHT_SUM_FLOOR ? WEIGHT_SUM_FLOOR : denom;
+  for (int64_t j = 0; j < k; j++) {
+    a->ids[t * k + j] = (float)order[j];
+    a->weights[t * k + j] = a->normalize ? p[order[j]] / denom : p[order[j]];
+  }
+}
+
+static void route_run(void *arg, int32_t ith, int32_t nth) {
+  (void)ith;
+  (void)nth;
+  route_task *a = arg;
+  for (int64_t t = nk_pool_next(a->pool); t < a->n_rows; t = nk_pool_next(a->pool)) {
+    route_token(a, t);
+  }
+}
+
 int32_t nk_moe_route(nk_pool *pool, const float *logits, int64_t n_rows, int64_t n_experts,
                      int64_t k, int32_t normalize, float *ids, float *weights) {
   if (!pool || !logits || !ids || !weights || n_rows < 0 || n_experts < 1 ||
       n_experts > MAX_EXPERTS || k < 1 || k > n_experts)
     return NK_EINVAL;
-  float p[MAX_EXPERTS];
-  int32_t order[MAX_EXPERTS];
-  for (int64_t t = 0; t < n_rows; t++) {
-    const float *l = logits + t * n_experts;
-    /* ggml_soft_max_f32: the max, expf of each score less it, their sum in double, then
-     * each value times the float of 1/sum. */
-    float max = -INFINITY;
-    for (int64_t e = 0; e < n_experts; e++) max = max > l[e] ? max : l[e];
-    double sum = 0;
-    for (int64_t e = 0; e < n_experts; e++) {
-      p[e] = expf(l[e] - max);
-      sum += (double)p[e];
-    }
-    const float inv = (float)(1.0 / sum);
-    for (int64_t e = 0; e < n_experts; e++) p[e] *= inv;
-    nk_argsort_desc(order, n_experts, p);
-    /* get_rows, then sum_rows (double, rounded to float), clamp and div. */
-    double chosen = 0;
-    for (int64_t j = 0; j < k; j++) chosen += (double)p[order[j]];
-    float denom = (float)chosen;
-    denom = denom < WEIGHT_SUM_FLOOR ? WEIGHT_SUM_FLOOR : denom;
-    for (int64_t j = 0; j < k; j++) {
-      ids[t * k + j] = (float)order[j];
-      weights[t * k + j] = normalize ? p[order[j]] / denom : p[order[j]];
-    }
+  route_task a = {pool, logits, n_rows, n_experts, k, normalize, ids, weights};
+  /* A token's softmax and sort take about 2 us (64 experts): a batch's go over the pool. */
+  if (n_rows > 1) {
+    nk_pool_run(pool, route_run, &a);
+  } else {
+    for (int64_t t = 0; t < n_rows; t++) route_token(&a, t);
   }
   return NK_OK;
 }
