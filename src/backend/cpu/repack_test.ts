@@ -134,40 +134,25 @@ Deno.test({
         assert(relError(ys[1], want[1]) <= SAME_TOLERANCE, `n=${n}: Q5_K beside it`);
       }
 
-      // A repacked Q6_K beside Q8_0 gets per-32 activations only: the plain C kernel's case.
-      const q6 = ggmlTypeByName("Q6_K")!;
-      const w6 = randomBlocks(q6, (rows * cols) / q6.blockSize, rng);
-      const r6 = repacked(pool, q6, w6, rows, cols);
-      for (const n of [1, 5]) {
-        const x = randomF32(rng, n * cols);
-        const want = new Float32Array(n * rows);
-        pool.matmulRef(q6.id, w6, rows, cols, x, n, want);
-        const ys = [new Float32Array(n * rows).fill(NaN), new Float32Array(n * rows).fill(NaN)];
-        pool.matmulMany(
-          [{ type: r.type, w: r.w, rows, y: ys[0] }, { type: r6.type, w: r6.w, rows, y: ys[1] }],
-          cols,
-          x,
-          n,
-        );
-        assert(relError(ys[1], want) <= TOLERANCE, `n=${n}: repacked Q6_K beside Q8_0`);
-      }
-
-      // So does a repacked Q4_K: its tile then scales each sub-block in floats.
-      const q4 = ggmlTypeByName("Q4_K")!;
-      const w4 = randomBlocks(q4, (rows * cols) / q4.blockSize, rng);
-      const r4 = repacked(pool, q4, w4, rows, cols);
-      for (const n of [1, 5]) {
-        const x = randomF32(rng, n * cols);
-        const want = new Float32Array(n * rows);
-        pool.matmulRef(q4.id, w4, rows, cols, x, n, want);
-        const ys = [new Float32Array(n * rows).fill(NaN), new Float32Array(n * rows).fill(NaN)];
-        pool.matmulMany(
-          [{ type: r.type, w: r.w, rows, y: ys[0] }, { type: r4.type, w: r4.w, rows, y: ys[1] }],
-          cols,
-          x,
-          n,
-        );
-        assert(relError(ys[1], want) <= TOLERANCE, `n=${n}: repacked Q4_K beside Q8_0`);
+      // A repacked Q6_K beside Q8_0 gets per-32 activations only: the plain C kernel's
+      // case. So does a repacked Q4_K: its tile then scales each sub-block in floats.
+      for (const name of ["Q6_K", "Q4_K"]) {
+        const type = ggmlTypeByName(name)!;
+        const wk = randomBlocks(type, (rows * cols) / type.blockSize, rng);
+        const rk = repacked(pool, type, wk, rows, cols);
+        for (const n of [1, 5]) {
+          const x = randomF32(rng, n * cols);
+          const want = new Float32Array(n * rows);
+          pool.matmulRef(type.id, wk, rows, cols, x, n, want);
+          const ys = [new Float32Array(n * rows).fill(NaN), new Float32Array(n * rows).fill(NaN)];
+          pool.matmulMany(
+            [{ type: r.type, w: r.w, rows, y: ys[0] }, { type: rk.type, w: rk.w, rows, y: ys[1] }],
+            cols,
+            x,
+            n,
+          );
+          assert(relError(ys[1], want) <= TOLERANCE, `n=${n}: repacked ${name} beside Q8_0`);
+        }
       }
 
       // Rows must come in whole groups of sixteen.
