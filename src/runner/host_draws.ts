@@ -11,15 +11,23 @@ import type { RowDraws } from "../backend/row_draws.ts";
 import { CpuKernels } from "../backend/cpu/kernels.ts";
 import type { Pool } from "../backend/cpu/pool.ts";
 
+/** A GPU host's cores are many; a step's draws are as many as its sequences, and a pool's
+ * idle workers spin a while after each step before they sleep. */
+const MAX_THREADS = 16;
+
 export class HostDraws implements RowDraws {
   #pool: Pool | null = null;
 
   private constructor(readonly kernels: CpuKernels, readonly threads: number) {}
 
-  /** Draws on `threads` host threads (0: one per core); null without the CPU library. */
+  /**
+   * Draws on `threads` host threads (0: one per core), at most MAX_THREADS; null without the
+   * CPU library.
+   */
   static open(threads: number): HostDraws | null {
+    const cores = navigator.hardwareConcurrency || 1;
     try {
-      return new HostDraws(new CpuKernels(), threads);
+      return new HostDraws(new CpuKernels(), Math.min(threads > 0 ? threads : cores, MAX_THREADS));
     } catch {
       return null;
     }

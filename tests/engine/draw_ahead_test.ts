@@ -175,6 +175,8 @@ Deno.test("HostDraws: a device runner's own threads draw as the CPU pool does, s
       Array.from(host.drawRows(rows, width, which, params, EXP_TABLE)),
       Array.from(pool.drawRows(rows, width, which, params, EXP_TABLE)),
     );
+    assertEquals(host.threads, 2);
+    assertEquals(HostDraws.open(1000)!.threads, 16, "a GPU host's many cores: 16 at most");
   } finally {
     host.close();
     host.close();
