@@ -10,7 +10,7 @@
 
 import type { ModelRunner } from "../runner/runner.ts";
 import { EXP_TABLE } from "./exp_table.ts";
-import { DRAW_VALUES } from "./native_sampling.ts";
+import { NK_SAMPLE_PARAMS } from "../backend/cpu/library.ts";
 import type { ScheduledRun } from "./scheduler.ts";
 import type { Sequence } from "./sequence.ts";
 
@@ -33,21 +33,15 @@ export function drawAhead(
   const which: number[] = [];
   let r = 0;
   for (const { run, rows: n } of outputs) {
-    if (n === 1 && run.sample && run.draft.length === 0 && drawsPlainly(run.seq)) {
+    if (n === 1 && run.sample && run.draft.length === 0 && run.seq.drawsPlainly) {
       picked.push(run.seq);
       which.push(r);
     }
     r += n;
   }
   if (picked.length < MIN_ROWS) return;
-  const params = new Float64Array(DRAW_VALUES * picked.length);
+  const params = new Float64Array(NK_SAMPLE_PARAMS * picked.length);
   picked.forEach((seq, i) => seq.sampler.drawAhead(params, i));
   const ids = drawRows(rows, width, Int32Array.from(which), params, EXP_TABLE);
   picked.forEach((seq, i) => seq.sampler.drawn(ids[i]));
-}
-
-/** A decoding sequence whose next token is a plain draw from its row alone. */
-function drawsPlainly(seq: Sequence): boolean {
-  return !seq.finished && seq.pooling === null && seq.generated > 0 &&
-    seq.filter === undefined && seq.followers.length === 0 && seq.sampler.plainSampled;
 }

@@ -72,9 +72,6 @@ export class NativeSampling {
   }
 }
 
-/** Values a draw's parameters take (packDraw). */
-export const DRAW_VALUES = NK_SAMPLE_PARAMS;
-
 /** `p` as the library reads a draw's parameters, at into[6 at, 6 at + 6) (NK_SAMPLE_*). */
 export function packDraw(p: DrawParams, into: Float64Array, at: number): void {
   const o = NK_SAMPLE_PARAMS * at;

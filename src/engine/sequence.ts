@@ -124,6 +124,13 @@ export class Sequence {
     return this.#scoring ? PROMPT_SCORING_CHUNK : Infinity;
   }
 
+  /** Whether its next token, while it decodes, is a plain draw from its row alone
+   * (draw_ahead.ts). */
+  get drawsPlainly(): boolean {
+    return !this.finished && this.pooling === null && this.generated > 0 &&
+      this.filter === undefined && this.followers.length === 0 && this.sampler.plainSampled;
+  }
+
   /** Whether its output rows of a step are all sampling rows, picked plainly greedily. */
   get argmaxOnly(): boolean {
     return this.pooling === null && this.sampler.plainGreedy && this.topLogits === 0 &&

@@ -18,7 +18,7 @@ const MAX_THREADS = 16;
 export class HostDraws implements RowDraws {
   #pool: Pool | null = null;
 
-  private constructor(readonly kernels: CpuKernels, readonly threads: number) {}
+  private constructor(private readonly kernels: CpuKernels, readonly threads: number) {}
 
   /**
    * Draws on `threads` host threads (0: one per core), at most MAX_THREADS; null without the
