@@ -111,8 +111,9 @@ int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type
 int64_t nk_attend_scratch_floats(const nk_attn *a) {
   const int64_t r = nk_attn_tile_tokens(a) * (a->n_heads / a->n_kv_heads), d = a->head_dim;
   const int64_t item = 2 * r * d + r * NK_ATTN_TILE + 2 * r + NK_ATTN_TILE * d;
-  const int64_t split = a->n_kv_heads * nk_attn_split_head_floats(NK_ATTN_SPLIT_ROWS, d) +
-                        NK_ATTN_SPLIT_ROWS * NK_ATTN_TILE;
+  /* attend_split: each kv head's state and its scores of a tile. */
+  const int64_t split = a->n_kv_heads * (nk_attn_split_head_floats(NK_ATTN_SPLIT_ROWS, d) +
+                                         NK_ATTN_SPLIT_ROWS * NK_ATTN_TILE);
   return item > split ? item : split;
 }
 

@@ -10,6 +10,14 @@
  * few KiB, and each head's rows of the next tile are requested into L2 while this tile's
  * are multiplied (its K during the scores, its V during the weighted sum). A q8_0 cache goes
  * through integer steps of its own (kern_avx512_attention_q8.h).
+ *
+ * A tile takes three passes over the heads: every head's scores, then every head's softmax,
+ * then every head's weighted sum. A softmax is a chain of dependent steps (maximum, exp,
+ * sum, rescale) that the weighted sum waits on; side by side, the heads' chains overlap.
+ * Against scores, softmax and sum head by head, measured with both forms alternating in one
+ * process (2-core Zen 5 VM, Qwen3-0.6B's 8 kv heads, 28 layers, 2 threads): f16 at 8192
+ * positions 27.63 -> 26.85 and 27.34 -> 26.91 ms a token, at 512 1.95 -> 1.79; q8_0 at 8192
+ * 22.14 -> 21.15 and 24.27 -> 22.89, at 32768 (7 layers) 19.99 -> 18.30.
  */
 #include "kern_avx512_attention_q8.h"
 
@@ -44,6 +52,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
   const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
   /* A q8_0 cache is read by the integer steps (kern_avx512_attention_q8.h). */
   const int q8 = a->kv_type == NK_Q8_0 && d % 64 == 0;
+  /* Each head's scores of the current tile, n_rows x NK_ATTN_TILE from head 0's. */
   float *scores = scratch + n_kv * nk_attn_split_head_floats(n_rows, d);
   /* Each position's row of kv head 0; head h's lies h rows further. */
   const uint8_t *krows[SPAN_TILE + 16], *vrows[SPAN_TILE];
@@ -87,18 +96,28 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
     for (int64_t h = 0; h < n_kv; h++) {
       const head_state s = head_at(scratch, h, n_rows, d);
       const int64_t off = h * row_bytes;
+      float *hs = scores + h * n_rows * NK_ATTN_TILE;
       if (q8) {
-        q8_tile_scores(s.q8, n_rows, d, krows, off, n, a->scale, knext, n_next, row_bytes, scores);
+        q8_tile_scores(s.q8, n_rows, d, krows, off, n, a->scale, knext, n_next, row_bytes, hs);
       } else {
         tile_scores(s.q, n_rows, d, krows, off, n, a->kv_type, a->scale, knext, n_next, row_bytes,
-                    scores);
+                    hs);
       }
-      tile_weights(a, 0, g_n, n_rows, p0, n, scores, s.acc, s.run_max, s.run_sum);
+    }
+    for (int64_t h = 0; h < n_kv; h++) {
+      const head_state s = head_at(scratch, h, n_rows, d);
+      tile_weights(a, 0, g_n, n_rows, p0, n, scores + h * n_rows * NK_ATTN_TILE, s.acc, s.run_max,
+                   s.run_sum);
+    }
+    for (int64_t h = 0; h < n_kv; h++) {
+      const head_state s = head_at(scratch, h, n_rows, d);
+      const int64_t off = h * row_bytes;
+      const float *hs = scores + h * n_rows * NK_ATTN_TILE;
       if (q8) {
-        q8_tile_weighted_sum(a, g_n, n_rows, p0, n, scores, vrows, off, s.acc, vnext, n_next,
+        q8_tile_weighted_sum(a, g_n, n_rows, p0, n, hs, vrows, off, s.acc, vnext, n_next,
                              row_bytes);
       } else {
-        tile_weighted_sum(a, 0, g_n, n_rows, p0, n, scores, vrows, off, a->kv_type, s.acc, vnext,
+        tile_weighted_sum(a, 0, g_n, n_rows, p0, n, hs, vrows, off, a->kv_type, s.acc, vnext,
                           n_next, row_bytes);
       }
     }
