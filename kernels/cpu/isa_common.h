@@ -71,29 +71,33 @@ static inline __m512i nk_act_round16(__m512 x, __m512 id) {
   return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_mask_blend_ps(ge, -half, half)));
 }
 
-/* Lane j of the result is the sum of the sixteen lanes of p[j]: the horizontal sums of
- * sixteen vectors by a transposition in three steps (45 operations instead of 16 chains of
+/* Lane j of the result is op over the sixteen lanes of p[j]: sixteen vectors' horizontal
+ * sums (or maxima) by a transposition in three steps (45 operations instead of 16 chains of
  * reductions). */
-static inline __m512 nk_sum16_ps(const __m512 *p) {
-  __m512 t[8], u[4];
-  /* Per 128-bit lane: rows 2i, 2i + 1, 2i, 2i + 1. */
-  for (int i = 0; i < 8; i++) {
-    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]),
-                         _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
+#define NK_REDUCE16(name, op)                                                              \
+  static inline __m512 name(const __m512 *p) {                                              \
+    __m512 t[8], u[4];                                                                     \
+    /* Per 128-bit lane: rows 2i, 2i + 1, 2i, 2i + 1. */                                   \
+    for (int i = 0; i < 8; i++) {                                                          \
+      t[i] = op(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]),                                \
+                _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));                               \
+    }                                                                                      \
+    /* Per 128-bit lane: rows 4i .. 4i + 3. */                                             \
+    for (int i = 0; i < 4; i++) {                                                          \
+      const __m512d a = _mm512_castps_pd(t[2 * i]), b = _mm512_castps_pd(t[2 * i + 1]);   \
+      u[i] = op(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),                                \
+                _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));                               \
+    }                                                                                      \
+    /* Pairs of 128-bit lanes, then the other pairs: lane j ends with row j's result. */   \
+    const __m512 v0 =                                                                      \
+        op(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD)); \
+    const __m512 v1 =                                                                      \
+        op(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xDD)); \
+    return op(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));     \
   }
-  /* Per 128-bit lane: rows 4i .. 4i + 3. */
-  for (int i = 0; i < 4; i++) {
-    const __m512d a = _mm512_castps_pd(t[2 * i]), b = _mm512_castps_pd(t[2 * i + 1]);
-    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-  }
-  /* Pairs of 128-bit lanes summed, then the other pairs: lane j ends with row j's total. */
-  const __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
-                                  _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
-  const __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
-                                  _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));
-}
+NK_REDUCE16(nk_sum16_ps, _mm512_add_ps)
+NK_REDUCE16(nk_max16_ps, _mm512_max_ps)
+#undef NK_REDUCE16
 #endif
 
 /* One f16 to f32 with this level's instructions. */
