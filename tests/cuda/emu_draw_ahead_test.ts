@@ -7,11 +7,10 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { fixture } from "../fixtures.ts";
-import { LOGIT_ROWS } from "../support/logit_rows.ts";
+import { LOGIT_ROWS, packDraws } from "../support/logit_rows.ts";
 import { emulator, resetEmulator } from "./support.ts";
 import { CpuKernels } from "../../src/backend/cpu/kernels.ts";
 import { EXP_TABLE } from "../../src/engine/exp_table.ts";
-import { packDraw } from "../../src/engine/native_sampling.ts";
 import { Rng } from "../../src/gguf/mod.ts";
 import { openModel, openRunner } from "../../src/runner/mod.ts";
 
@@ -33,13 +32,15 @@ Deno.test({
       const rows = new Float32Array(3 * width);
       for (let r = 0; r < 3; r++) rows.set(LOGIT_ROWS.peaked(rng, width), r * width);
       const which = Int32Array.of(2, 0, 1, 2);
-      const params = new Float64Array(6 * which.length);
-      which.forEach((_, i) =>
-        packDraw(
-          { temperature: 1.3, cutoff: 30, topK: 0, topP: 0.9, minP: 0, u: rng.float() },
-          params,
-          i,
-        )
+      const params = packDraws(
+        Array.from(which, () => ({
+          temperature: 1.3,
+          cutoff: 30,
+          topK: 0,
+          topP: 0.9,
+          minP: 0,
+          u: rng.float(),
+        })),
       );
       assertEquals(
         Array.from(runner.drawRows!(rows, width, which, params, EXP_TABLE)),

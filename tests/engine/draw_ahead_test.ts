@@ -6,11 +6,11 @@
 
 import { assert, assertEquals, assertThrows } from "../support/assert.ts";
 import { fixture } from "../fixtures.ts";
-import { LOGIT_ROWS } from "../support/logit_rows.ts";
+import { LOGIT_ROWS, packDraws } from "../support/logit_rows.ts";
 import { CpuKernels } from "../../src/backend/cpu/kernels.ts";
 import { CpuKernelError } from "../../src/backend/cpu/errors.ts";
 import { EXP_TABLE } from "../../src/engine/exp_table.ts";
-import { nativeSampling, packDraw } from "../../src/engine/native_sampling.ts";
+import { nativeSampling } from "../../src/engine/native_sampling.ts";
 import type { DrawParams } from "../../src/engine/truncation.ts";
 import { Rng } from "../../src/gguf/mod.ts";
 import { Engine, type EngineRequest, GREEDY, type SampledToken } from "../../src/engine/mod.ts";
@@ -130,8 +130,7 @@ Deno.test("pool.drawRows: each row's token is nk_sample_draw's alone; bad rows a
       minP: i % 4 === 0 ? 0.05 : 0,
       u: rng.float(),
     }));
-    const params = new Float64Array(6 * which.length);
-    draws.forEach((d, i) => packDraw(d, params, i));
+    const params = packDraws(draws);
     const got = pool.drawRows(rows, width, which, params, EXP_TABLE);
     const want = Array.from(
       which,
@@ -163,13 +162,15 @@ Deno.test("HostDraws: a device runner's own threads draw as the CPU pool does, s
     const rows = new Float32Array(4 * width);
     for (let r = 0; r < 4; r++) rows.set(LOGIT_ROWS.flat(rng, width), r * width);
     const which = Int32Array.of(3, 0, 2, 1, 3);
-    const params = new Float64Array(6 * which.length);
-    which.forEach((_, i) =>
-      packDraw(
-        { temperature: 1, cutoff: 30, topK: 0, topP: 0.9, minP: 0, u: rng.float() },
-        params,
-        i,
-      )
+    const params = packDraws(
+      Array.from(which, () => ({
+        temperature: 1,
+        cutoff: 30,
+        topK: 0,
+        topP: 0.9,
+        minP: 0,
+        u: rng.float(),
+      })),
     );
     assertEquals(
       Array.from(host.drawRows(rows, width, which, params, EXP_TABLE)),

@@ -4,6 +4,9 @@
  */
 
 import type { Rng } from "../../src/gguf/mod.ts";
+import { NK_SAMPLE_PARAMS } from "../../src/backend/cpu/library.ts";
+import { packDraw } from "../../src/engine/native_sampling.ts";
+import type { DrawParams } from "../../src/engine/truncation.ts";
 
 export type LogitRow = (rng: Rng, n: number) => Float32Array;
 
@@ -20,3 +23,10 @@ export const LOGIT_ROWS: Record<string, LogitRow> = {
     return x;
   },
 };
+
+/** Draws' parameters as drawRows reads them, draw i's at [NK_SAMPLE_PARAMS i, ...). */
+export function packDraws(draws: readonly DrawParams[]): Float64Array {
+  const params = new Float64Array(NK_SAMPLE_PARAMS * draws.length);
+  draws.forEach((d, i) => packDraw(d, params, i));
+  return params;
+}
