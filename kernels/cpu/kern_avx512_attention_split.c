@@ -54,25 +54,36 @@ static head_state head_at(float *scratch, int64_t h, int64_t n_rows, int64_t d) 
 static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t n_rows,
                          int64_t n_kv, int64_t p0, int64_t n, float *scores) {
   const int64_t d = a->head_dim, total = n_kv * n_rows;
+  /* The positions each row sees depend on its token only, not on its kv head: worked out
+   * once a tile, where row by row they cost two divisions a row. */
+  __mmask16 row_seen[HEADS_PER_PASS];
+  for (int64_t r = 0; r < n_rows; r++) {
+    int64_t lo, hi;
+    nk_attn_tile_span(a, r / g_n, p0, n, &lo, &hi);
+    row_seen[r] = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+  }
   for (int64_t rho0 = 0; rho0 < total; rho0 += 16) {
     const int64_t count = total - rho0 < 16 ? total - rho0 : 16;
     __m512 v[16];
     __mmask16 seen[16];
     float run_max[16], run_sum[16];
-    for (int64_t i = 0; i < 16; i++) {
+    /* Row rho0 + i is row r of kv head h, counted along. */
+    const int64_t h0 = rho0 / n_rows, r0 = rho0 % n_rows;
+    for (int64_t i = 0, h = h0, r = r0; i < 16; i++) {
       v[i] = _mm512_set1_ps(-INFINITY);
       seen[i] = 0;
       run_max[i] = -INFINITY;
       run_sum[i] = 0.0f;
       if (i >= count) continue;
-      const int64_t rho = rho0 + i, r = rho % n_rows;
-      const head_state s = head_at(scratch, rho / n_rows, n_rows, d);
-      int64_t lo, hi;
-      nk_attn_tile_span(a, r / g_n, p0, n, &lo, &hi);
-      seen[i] = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-      v[i] = _mm512_mask_loadu_ps(v[i], seen[i], scores + rho * NK_ATTN_TILE);
+      const head_state s = head_at(scratch, h, n_rows, d);
+      seen[i] = row_seen[r];
+      v[i] = _mm512_mask_loadu_ps(v[i], seen[i], scores + (rho0 + i) * NK_ATTN_TILE);
       run_max[i] = s.run_max[r];
       run_sum[i] = s.run_sum[r];
+      if (++r == n_rows) {
+        r = 0;
+        h++;
+      }
     }
     const __m512 old_max = _mm512_loadu_ps(run_max);
     const __m512 new_max = _mm512_max_ps(old_max, nk_max16_ps(v));
@@ -89,14 +100,18 @@ static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t 
     float sums[16], corrs[16];
     _mm512_storeu_ps(sums, _mm512_fmadd_ps(_mm512_loadu_ps(run_sum), corr, nk_sum16_ps(v)));
     _mm512_storeu_ps(corrs, corr);
-    for (int64_t i = 0; i < count; i++) {
-      if (!seen[i]) continue;
-      const int64_t rho = rho0 + i, r = rho % n_rows;
-      const head_state s = head_at(scratch, rho / n_rows, n_rows, d);
-      s.run_max[r] = maxima[i];
-      s.run_sum[r] = sums[i];
-      if (corrs[i] != 1.0f) {
-        for (int64_t j = 0; j < d; j++) s.acc[r * d + j] *= corrs[i];
+    for (int64_t i = 0, h = h0, r = r0; i < count; i++) {
+      if (seen[i]) {
+        const head_state s = head_at(scratch, h, n_rows, d);
+        s.run_max[r] = maxima[i];
+        s.run_sum[r] = sums[i];
+        if (corrs[i] != 1.0f) {
+          for (int64_t j = 0; j < d; j++) s.acc[r * d + j] *= corrs[i];
+        }
+      }
+      if (++r == n_rows) {
+        r = 0;
+        h++;
       }
     }
   }
