@@ -185,19 +185,25 @@ static inline __attribute__((always_inline)) void q8_tile_values(float *acc, con
   }
 }
 
-/* tile_weighted_sum for a q8_0 cache: a decode span's n <= 16 positions and n_rows <=
- * HEADS_PER_PASS rows, in one pass. */
+/* tile_weighted_sum for a q8_0 cache: a decode span's n <= 16 positions and its n_rows
+ * rows, HEADS_PER_PASS at a time; the first pass requests next[0, n_next). */
 static inline void q8_tile_weighted_sum(const nk_attn *a, int64_t g_n, int64_t n_rows, int64_t p0,
                                         int64_t n, const float *scores,
                                         const uint8_t *const *vrows, int64_t off, float *acc,
                                         const uint8_t *const *next, int64_t n_next,
                                         int64_t row_bytes) {
-  const int64_t d = a->head_dim, m = tile_seen_end(a, 0, g_n, 0, n_rows, p0, n);
-  switch (n_rows) {
-    case 1: q8_tile_values(acc, scores, vrows, off, m, d, 1, next, n_next, row_bytes); break;
-    case 2: q8_tile_values(acc, scores, vrows, off, m, d, 2, next, n_next, row_bytes); break;
-    case 3: q8_tile_values(acc, scores, vrows, off, m, d, 3, next, n_next, row_bytes); break;
-    default: q8_tile_values(acc, scores, vrows, off, m, d, 4, next, n_next, row_bytes); break;
+  const int64_t d = a->head_dim;
+  for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
+    const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
+    const int64_t m = tile_seen_end(a, 0, g_n, g0, gn, p0, n), ask = g0 == 0 ? n_next : 0;
+    float *acc_g = acc + g0 * d;
+    const float *p = scores + g0 * NK_ATTN_TILE;
+    switch (gn) {
+      case 1: q8_tile_values(acc_g, p, vrows, off, m, d, 1, next, ask, row_bytes); break;
+      case 2: q8_tile_values(acc_g, p, vrows, off, m, d, 2, next, ask, row_bytes); break;
+      case 3: q8_tile_values(acc_g, p, vrows, off, m, d, 3, next, ask, row_bytes); break;
+      default: q8_tile_values(acc_g, p, vrows, off, m, d, 4, next, ask, row_bytes); break;
+    }
   }
 }
 

@@ -1,8 +1,9 @@
 /*
- * AVX-512 attention of a decode step (a sequence whose few query rows per kv head stay in
- * registers) over one span of its positions, all kv heads at once: flash-decoding's
- * split, so that a long context spreads over every thread however few kv heads the model
- * has, and its partial softmax is merged with the other spans' afterwards (attention.c).
+ * AVX-512 attention of a decode step or a short verification (a sequence with a few query
+ * rows per kv head, taken up to four at a time in registers) over one span of its
+ * positions, all kv heads at once: flash-decoding's split, so that a long context spreads
+ * over every thread however few kv heads the model has, and its partial softmax is merged
+ * with the other spans' afterwards (attention.c).
  *
  * The span is walked a tile of positions at a time and, inside a tile, kv head after kv
  * head: the tile's rows of all heads lie together in the paged blocks (a slot holds every
@@ -56,7 +57,7 @@ static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t 
   const int64_t d = a->head_dim, total = n_kv * n_rows;
   /* The positions each row sees depend on its token only, not on its kv head: worked out
    * once a tile, where row by row they cost two divisions a row. */
-  __mmask16 row_seen[HEADS_PER_PASS];
+  __mmask16 row_seen[NK_ATTN_SPLIT_ROWS];
   for (int64_t r = 0; r < n_rows; r++) {
     int64_t lo, hi;
     nk_attn_tile_span(a, r / g_n, p0, n, &lo, &hi);
@@ -117,11 +118,33 @@ static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t 
   }
 }
 
+/* The scores of a kv head's n_rows query rows against the tile's n K rows (at krows[j] +
+ * off), HEADS_PER_PASS rows at a time (a tile's rows stay in L1 for the later passes); the
+ * first pass requests next[0, n_next). */
+static void span_scores(const nk_attn *a, head_state s, int64_t n_rows, int q8,
+                        const uint8_t **krows, int64_t off, int64_t n,
+                        const uint8_t *const *next, int64_t n_next, int64_t row_bytes,
+                        float *scores) {
+  const int64_t d = a->head_dim;
+  for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
+    const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
+    const int64_t ask = g0 == 0 ? n_next : 0;
+    float *out = scores + g0 * NK_ATTN_TILE;
+    if (q8) {
+      q8_tile_scores(s.q8 + g0 * (d / 64), gn, d, krows, off, n, a->scale, next, ask, row_bytes,
+                     out);
+    } else {
+      tile_scores(s.q + g0 * d, gn, d, krows, off, n, a->kv_type, a->scale, next, ask, row_bytes,
+                  out);
+    }
+  }
+}
+
 int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,
                            float *part) {
   const int64_t d = a->head_dim, n_kv = a->n_kv_heads, g_n = a->n_heads / n_kv;
   const int64_t n_rows = a->n_tokens * g_n;
-  if (d % 16 != 0 || d > MAX_DIM || n_rows > HEADS_PER_PASS) return 0;
+  if (d % 16 != 0 || d > MAX_DIM || n_rows > NK_ATTN_SPLIT_ROWS) return 0;
   const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
   /* A q8_0 cache is read by the integer steps (kern_avx512_attention_q8.h). */
   const int q8 = a->kv_type == NK_Q8_0 && d % 64 == 0;
@@ -169,13 +192,8 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
     for (int64_t h = 0; h < n_kv; h++) {
       const head_state s = head_at(scratch, h, n_rows, d);
       const int64_t off = h * row_bytes;
-      float *hs = scores + h * n_rows * NK_ATTN_TILE;
-      if (q8) {
-        q8_tile_scores(s.q8, n_rows, d, krows, off, n, a->scale, knext, n_next, row_bytes, hs);
-      } else {
-        tile_scores(s.q, n_rows, d, krows, off, n, a->kv_type, a->scale, knext, n_next, row_bytes,
-                    hs);
-      }
+      span_scores(a, s, n_rows, q8, krows, off, n, knext, n_next, row_bytes,
+                  scores + h * n_rows * NK_ATTN_TILE);
     }
     span_weights(a, scratch, g_n, n_rows, n_kv, p0, n, scores);
     for (int64_t h = 0; h < n_kv; h++) {

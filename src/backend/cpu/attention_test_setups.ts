@@ -19,13 +19,13 @@ export interface Setup {
 
 export const SETUPS: Setup[] = [
   {
-    // Deep decode steps (one token, two, then four tokens of a group of one) go through
-    // spans of positions merged afterwards; five tokens of a pair go kv head by kv head.
+    // Deep decode steps of a group of two (one token, two, four: two passes of four rows)
+    // go through spans of positions merged afterwards; five tokens go kv head by kv head.
     nHeads: 4,
     nKvHeads: 2,
     headDim: 64,
     blockSize: 16,
-    chunks: [range(0, 600), [600], [601, 602], range(603, 608)],
+    chunks: [range(0, 600), [600], [601, 602], range(603, 607), range(607, 612)],
   },
   {
     nHeads: 3,
@@ -43,11 +43,12 @@ export const SETUPS: Setup[] = [
     chunks: [[0, 1, 2], [3, 4, 5, 6, 7, 8, 9], [10]],
   },
   {
+    // Two tokens of a group of four: eight rows per kv head in spans, four at a time.
     nHeads: 8,
     nKvHeads: 2,
     headDim: 128,
     blockSize: 16,
-    chunks: [range(0, 150), [150], [151]],
+    chunks: [range(0, 150), [150], [151], [152, 153]],
   },
   {
     nHeads: 2,
