@@ -194,7 +194,7 @@ static inline void q8_tile_weighted_sum(const nk_attn *a, int64_t g_n, int64_t n
                                         int64_t row_bytes) {
   const int64_t d = a->head_dim;
   for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
-    const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
+    const int64_t gn = rows_in_pass(n_rows, g0);
     const int64_t m = tile_seen_end(a, 0, g_n, g0, gn, p0, n), ask = g0 == 0 ? n_next : 0;
     float *acc_g = acc + g0 * d;
     const float *p = scores + g0 * NK_ATTN_TILE;

@@ -48,8 +48,7 @@ static head_state head_at(float *scratch, int64_t h, int64_t n_rows, int64_t d) 
   return s;
 }
 
-/* tile_weights for every head's rows (n_kv * n_rows of them, at most 32) sixteen rows to a
- * vector: the rows' maxima and sums come out of transpositions and one exp16 gives sixteen
+/* tile_weights for every head's rows (n_kv * n_rows of them) sixteen rows to a vector: the rows' maxima and sums come out of transpositions and one exp16 gives sixteen
  * rows' corrections, where row by row each took two reductions and a scalar exp. Row
  * rho = h * n_rows + r has its scores at scores + rho * NK_ATTN_TILE. */
 static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t n_rows,
@@ -68,19 +67,23 @@ static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t 
     __m512 v[16];
     __mmask16 seen[16];
     float run_max[16], run_sum[16];
+    /* Where row rho0 + i keeps its running maximum, sum and accumulator. */
+    float *max_at[16], *sum_at[16], *acc_at[16];
     /* Row rho0 + i is row r of kv head h, counted along. */
-    const int64_t h0 = rho0 / n_rows, r0 = rho0 % n_rows;
-    for (int64_t i = 0, h = h0, r = r0; i < 16; i++) {
+    for (int64_t i = 0, h = rho0 / n_rows, r = rho0 % n_rows; i < 16; i++) {
       v[i] = _mm512_set1_ps(-INFINITY);
       seen[i] = 0;
       run_max[i] = -INFINITY;
       run_sum[i] = 0.0f;
       if (i >= count) continue;
       const head_state s = head_at(scratch, h, n_rows, d);
+      max_at[i] = s.run_max + r;
+      sum_at[i] = s.run_sum + r;
+      acc_at[i] = s.acc + r * d;
       seen[i] = row_seen[r];
       v[i] = _mm512_mask_loadu_ps(v[i], seen[i], scores + (rho0 + i) * NK_ATTN_TILE);
-      run_max[i] = s.run_max[r];
-      run_sum[i] = s.run_sum[r];
+      run_max[i] = *max_at[i];
+      run_sum[i] = *sum_at[i];
       if (++r == n_rows) {
         r = 0;
         h++;
@@ -101,18 +104,12 @@ static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t 
     float sums[16], corrs[16];
     _mm512_storeu_ps(sums, _mm512_fmadd_ps(_mm512_loadu_ps(run_sum), corr, nk_sum16_ps(v)));
     _mm512_storeu_ps(corrs, corr);
-    for (int64_t i = 0, h = h0, r = r0; i < count; i++) {
-      if (seen[i]) {
-        const head_state s = head_at(scratch, h, n_rows, d);
-        s.run_max[r] = maxima[i];
-        s.run_sum[r] = sums[i];
-        if (corrs[i] != 1.0f) {
-          for (int64_t j = 0; j < d; j++) s.acc[r * d + j] *= corrs[i];
-        }
-      }
-      if (++r == n_rows) {
-        r = 0;
-        h++;
+    for (int64_t i = 0; i < count; i++) {
+      if (!seen[i]) continue;
+      *max_at[i] = maxima[i];
+      *sum_at[i] = sums[i];
+      if (corrs[i] != 1.0f) {
+        for (int64_t j = 0; j < d; j++) acc_at[i][j] *= corrs[i];
       }
     }
   }
@@ -127,7 +124,7 @@ static void span_scores(const nk_attn *a, head_state s, int64_t n_rows, int q8,
                         float *scores) {
   const int64_t d = a->head_dim;
   for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
-    const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
+    const int64_t gn = rows_in_pass(n_rows, g0);
     const int64_t ask = g0 == 0 ? n_next : 0;
     float *out = scores + g0 * NK_ATTN_TILE;
     if (q8) {

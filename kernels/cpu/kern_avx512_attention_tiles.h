@@ -17,6 +17,11 @@
 /* Query heads whose outputs stay in registers while a V row is added to them. */
 #define HEADS_PER_PASS 4
 
+/* Rows of n_rows that the pass from row g0 takes, HEADS_PER_PASS at most. */
+static inline int64_t rows_in_pass(int64_t n_rows, int64_t g0) {
+  return n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
+}
+
 /* A block's f16 scale in every lane: broadcast as f16, then converted (two instructions, where
  * converting the scalar first and broadcasting the float takes four). */
 static inline __m512 block_scale(uint16_t d) {
@@ -293,7 +298,7 @@ static inline void tile_weighted_sum(const nk_attn *a, int64_t t0, int64_t g_n, 
                                      int64_t row_bytes) {
   const int64_t d = a->head_dim;
   for (int64_t g0 = 0; g0 < n_rows; g0 += HEADS_PER_PASS) {
-    const int64_t gn = n_rows - g0 < HEADS_PER_PASS ? n_rows - g0 : HEADS_PER_PASS;
+    const int64_t gn = rows_in_pass(n_rows, g0);
     const int64_t ask = g0 == 0 ? n_next : 0;
     const int64_t m = tile_seen_end(a, t0, g_n, g0, gn, p0, n);
     switch (gn) {
