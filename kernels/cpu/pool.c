@@ -267,10 +267,17 @@ void nk_pool_set_page_prefetch(nk_pool *pool, int32_t on) {
   pool->page_prefetch = on != 0;
 }
 
+/* Lines ahead on huge pages: further for the repacked passes slower per byte than one
+ * token of Q8_0 (nk_internal.h). */
+static int64_t huge_line_ahead(const nk_mm *mm) {
+  if (!mm->tr->r16 || (mm->type == NK_Q8_0_R16 && mm->n_tokens == 1)) return NK_LINE_AHEAD_HUGE;
+  return NK_LINE_AHEAD_HUGE_FAR;
+}
+
 void nk_pool_prefetch_distances(const nk_pool *pool, nk_mm *mm) {
   /* Repacked matrices are copies on huge pages (nk_repack), wherever the others are. */
   const int small = pool->page_prefetch && !mm->tr->r16;
-  mm->line_ahead = small ? NK_LINE_AHEAD_SMALL : NK_LINE_AHEAD_HUGE;
+  mm->line_ahead = small ? NK_LINE_AHEAD_SMALL : huge_line_ahead(mm);
   mm->page_ahead = small ? NK_PAGE_AHEAD_SMALL : 0;
 }
 
