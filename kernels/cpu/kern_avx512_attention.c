@@ -12,12 +12,13 @@
 /* Query rows whose scores stay in registers (4 accumulators each) through a K tile. */
 #define ROWS_PER_BLOCK 6
 
-/* kt[i][j] = k_j[i] for the tile's positions, 0 past its n: with K transposed one FMA takes
- * a query value against sixteen positions, so the scores need no horizontal sums. A 16 x 16
- * block goes through registers in four rounds of shuffles. */
+/* kt[i][j] = k_j[i] for the tile's positions, 0 past its n up to a multiple of sixteen
+ * (the sixteens past that are left as they are: nothing reads them): with K transposed one
+ * FMA takes a query value against sixteen positions, so the scores need no horizontal sums.
+ * A 16 x 16 block goes through registers in four rounds of shuffles. */
 static void tile_transpose(const uint8_t *const *rows, int64_t n, int64_t d, int type,
                            float *kt) {
-  for (int64_t j0 = 0; j0 < NK_ATTN_TILE; j0 += 16) {
+  for (int64_t j0 = 0; j0 < n; j0 += 16) {
     for (int64_t c = 0; c < d; c += 16) {
       __m512 r[16], t[16], u[16];
 #pragma GCC unroll 16
@@ -55,51 +56,66 @@ static void tile_transpose(const uint8_t *const *rows, int64_t n, int64_t d, int
   }
 }
 
-/* Scores of rn <= ROWS_PER_BLOCK rows against the transposed tile: rn x 64 accumulators
- * that each K load and query broadcast feed several FMAs. */
+/* Scores of rn <= ROWS_PER_BLOCK rows against the first nv sixteens of the transposed tile:
+ * rn x nv accumulators that each K load and query broadcast feed several FMAs. */
 static inline __attribute__((always_inline)) void block_scores(const float *q, int64_t d,
                                                                const float *kt, const int rn,
-                                                               float scale, float *s) {
+                                                               const int nv, float scale,
+                                                               float *s) {
   __m512 acc[ROWS_PER_BLOCK][4];
 #pragma GCC unroll 6
   for (int r = 0; r < rn; r++) {
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) acc[r][i] = _mm512_setzero_ps();
+    for (int i = 0; i < nv; i++) acc[r][i] = _mm512_setzero_ps();
   }
   for (int64_t c = 0; c < d; c++) {
     __m512 k[4];
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) k[i] = _mm512_loadu_ps(kt + c * NK_ATTN_TILE + 16 * i);
+    for (int i = 0; i < nv; i++) k[i] = _mm512_loadu_ps(kt + c * NK_ATTN_TILE + 16 * i);
 #pragma GCC unroll 6
     for (int r = 0; r < rn; r++) {
       const __m512 qb = _mm512_set1_ps(q[r * d + c]);
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) acc[r][i] = _mm512_fmadd_ps(qb, k[i], acc[r][i]);
+      for (int i = 0; i < nv; i++) acc[r][i] = _mm512_fmadd_ps(qb, k[i], acc[r][i]);
     }
   }
   const __m512 sc = _mm512_set1_ps(scale);
 #pragma GCC unroll 6
   for (int r = 0; r < rn; r++) {
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < nv; i++) {
       _mm512_storeu_ps(s + r * NK_ATTN_TILE + 16 * i, _mm512_mul_ps(acc[r][i], sc));
     }
   }
 }
 
-static void gemm_scores(const float *q, int64_t n_rows, int64_t d, const float *kt, float scale,
-                        float *scores) {
+static inline __attribute__((always_inline)) void gemm_scores_nv(const float *q, int64_t n_rows,
+                                                                 int64_t d, const float *kt,
+                                                                 const int nv, float scale,
+                                                                 float *scores) {
   for (int64_t r0 = 0; r0 < n_rows; r0 += ROWS_PER_BLOCK) {
     const float *qr = q + r0 * d;
     float *s = scores + r0 * NK_ATTN_TILE;
     switch (n_rows - r0 < ROWS_PER_BLOCK ? n_rows - r0 : ROWS_PER_BLOCK) {
-      case 1: block_scores(qr, d, kt, 1, scale, s); break;
-      case 2: block_scores(qr, d, kt, 2, scale, s); break;
-      case 3: block_scores(qr, d, kt, 3, scale, s); break;
-      case 4: block_scores(qr, d, kt, 4, scale, s); break;
-      case 5: block_scores(qr, d, kt, 5, scale, s); break;
-      default: block_scores(qr, d, kt, 6, scale, s); break;
+      case 1: block_scores(qr, d, kt, 1, nv, scale, s); break;
+      case 2: block_scores(qr, d, kt, 2, nv, scale, s); break;
+      case 3: block_scores(qr, d, kt, 3, nv, scale, s); break;
+      case 4: block_scores(qr, d, kt, 4, nv, scale, s); break;
+      case 5: block_scores(qr, d, kt, 5, nv, scale, s); break;
+      default: block_scores(qr, d, kt, 6, nv, scale, s); break;
     }
+  }
+}
+
+/* Scores of the tile's n positions (the sixteens they take): a short tile, the last of a
+ * prompt or a verification near the start of its sequence, skips the rest. */
+static void gemm_scores(const float *q, int64_t n_rows, int64_t d, const float *kt, int64_t n,
+                        float scale, float *scores) {
+  switch ((n + 15) / 16) {
+    case 1: gemm_scores_nv(q, n_rows, d, kt, 1, scale, scores); break;
+    case 2: gemm_scores_nv(q, n_rows, d, kt, 2, scale, scores); break;
+    case 3: gemm_scores_nv(q, n_rows, d, kt, 3, scale, scores); break;
+    default: gemm_scores_nv(q, n_rows, d, kt, 4, scale, scores); break;
   }
 }
 
@@ -152,7 +168,7 @@ int nk_attend_avx512(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, floa
     tile_rows(a, a->v_cache, p0, n, kvh, row_bytes, gemm, vrows);
     if (gemm) {
       tile_transpose(krows, n, d, a->kv_type, kbuf);
-      gemm_scores(q, n_rows, d, kbuf, a->scale, scores);
+      gemm_scores(q, n_rows, d, kbuf, n, a->scale, scores);
     } else {
       tile_scores(q, n_rows, d, krows, 0, n, a->kv_type, a->scale, vrows, n, row_bytes, scores);
     }
