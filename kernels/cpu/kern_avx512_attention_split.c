@@ -48,8 +48,9 @@ static head_state head_at(float *scratch, int64_t h, int64_t n_rows, int64_t d) 
   return s;
 }
 
-/* tile_weights for every head's rows (n_kv * n_rows of them) sixteen rows to a vector: the rows' maxima and sums come out of transpositions and one exp16 gives sixteen
- * rows' corrections, where row by row each took two reductions and a scalar exp. Row
+/* tile_weights for every head's rows (n_kv * n_rows of them) sixteen rows to a vector: the
+ * rows' maxima and sums come out of transpositions and one exp16 gives sixteen rows'
+ * corrections, where row by row each took two reductions and a scalar exp. Row
  * rho = h * n_rows + r has its scores at scores + rho * NK_ATTN_TILE. */
 static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t n_rows,
                          int64_t n_kv, int64_t p0, int64_t n, float *scores) {

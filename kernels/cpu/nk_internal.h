@@ -238,19 +238,14 @@ int64_t nk_item_rows(const nk_mm *mm);
  * How far ahead of the bytes being computed a row-by-row pass prefetches, by where the
  * weights sit and how long the kernel computes per byte.
  * - On huge pages, one software prefetch per line, issued row by row through the compute
- *   loop. Bursts of many prefetches at once stall the loads behind them, and the hardware
- *   prefetcher alone falls behind the slower kernels. For the fastest pass per byte, one
- *   token of repacked Q8_0 (and the unpacked kernels, where it made no difference), 2 KiB
- *   ahead streams a core at its share of memory bandwidth; further ahead cost it 1-6%. The
- *   repacked passes that compute longer per byte (the K-quants, and products of several
- *   tokens) keep their share only 8 KiB ahead (NK_LINE_AHEAD_HUGE_FAR). On the 2-core Zen 5
- *   VM, 2 threads, weights streamed from memory: Q4_K decode products 9-18% faster, Q6_K
- *   18%, five tokens of Q8_0 15-25% (4 KiB: half of that; 16 KiB: the same as 8).
- * - On the 4 KiB pages of a file mapping (weights read in place), every page costs a page
- *   walk (two-dimensional in a VM) and restarts the hardware prefetcher. Lines 8 KiB ahead
- *   and each page touched 32 KiB ahead start the walks early enough: decode from the
- *   mapping went from 38 tokens/s (lines 2 KiB ahead, no pages) to 50-52 (pages alone:
- *   46-48), where the same weights on huge pages give 52-57.
+ *   loop (bursts of prefetches stall the loads behind them; the hardware prefetcher alone
+ *   falls behind the slower kernels). One token of repacked Q8_0, the fastest pass, and the
+ *   unpacked kernels stream best 2 KiB ahead (8 KiB cost Q8_0 1-6%); the repacked passes
+ *   slower per byte (K-quants, several tokens) 8 KiB ahead: on the 2-core Zen 5 VM, Q4_K
+ *   decode products 9-18% faster, Q6_K 18%, five tokens of Q8_0 15-25% (4 KiB: half that).
+ * - On a file mapping's 4 KiB pages (weights read in place) every page costs a page walk
+ *   (two-dimensional in a VM) and restarts the hardware prefetcher: lines 8 KiB and pages
+ *   32 KiB ahead took decode from 38 tokens/s (lines 2 KiB ahead) to 50-52 (huge: 52-57).
  */
 #define NK_LINE_AHEAD_HUGE 2048
 #define NK_LINE_AHEAD_HUGE_FAR 8192
