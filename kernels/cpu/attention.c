@@ -119,9 +119,11 @@ int64_t nk_attend_scratch_floats(const nk_attn *a) {
 
 /* A decode sequence's positions go to spans of at least this many, at most this many
  * spans: enough items to keep every thread busy on one long context, and a span count
- * that depends on the context alone, so that the result does not depend on the threads. */
+ * that depends on the context alone, so that the result does not depend on the threads.
+ * Each span costs its setup, its partial softmax and its share of the merge: at 8k
+ * positions 32 spans take 0.96x the time of 64 (2 threads, 28 layers). */
 #define SPLIT_MIN 128
-#define SPLITS_MAX 64
+#define SPLITS_MAX 32
 
 /* How many spans a sequence's attention splits into: 0 when it goes kv head by kv head. */
 static int64_t split_count(const nk_attn *a) {
@@ -167,8 +169,12 @@ static void attn_task(void *arg, int32_t ith, int32_t nth) {
   const nk_isa_ops *ops = nk_pool_ops(t->pool);
   float *scratch = nk_pool_scratch(t->pool, ith);
   int32_t s = 0;
-  /* A thread's items come in increasing order, so its sequence cursor only moves forward. */
-  for (int64_t i = nk_pool_next(t->pool); i < t->first[t->n_seqs]; i = nk_pool_next(t->pool)) {
+  /* Each thread takes a run of consecutive items (nk_pool_split), so that a span's last tile
+   * can request the next span's first for the same thread; a stolen item may lie behind the
+   * sequence cursor, which then starts over. Against items dealt out alternately: 8k
+   * positions 0.89x the time, 2k and 512 0.96x, 16 sequences of 600 0.92x. */
+  for (int64_t i = nk_pool_claim(t->pool, ith); i >= 0; i = nk_pool_claim(t->pool, ith)) {
+    if (i < t->first[s]) s = 0;
     while (i >= t->first[s + 1]) s++;
     const nk_attn *a = &t->attn[s];
     const int64_t j = i - t->first[s], n = t->splits[s];
@@ -275,6 +281,7 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
   if (rc == NK_OK) rc = nk_pool_reserve(pool, nk_attend_scratch_floats(&attn[0]) * 4);
   if (rc == NK_OK) {
     attn_task_args t = {pool, n_seqs, attn, first, splits, part_at, parts};
+    nk_pool_split(pool, first[n_seqs]);
     nk_pool_run(pool, attn_task, &t);
     if (part_total > 0) nk_pool_run(pool, merge_task, &t);
   }
