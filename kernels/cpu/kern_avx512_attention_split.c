@@ -175,7 +175,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
      * takes next: attention.c hands each thread a run of consecutive spans), so only the
      * sequence's first span finds nothing requested, and asks for its first tile itself.
      * Into L2: into L1 the 64 KiB would evict each other and the span's scratch. A request
-     * for every span's first tile, into L1 as before, cost 8k positions 11% (2 threads,
+     * for every span's first tile, into L1 as before, cost 8k positions 5% (2 threads,
      * 28 layers, libraries alternated). */
     if (lo == start) {
       for (int64_t j = 0; j < n; j++) {
