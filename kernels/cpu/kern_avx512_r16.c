@@ -5,36 +5,14 @@
  * block (Q8_0), or super-block (Q4_K and Q6_K, their sub-block scales applied in integers;
  * Q4_K once per sub-block where the activations have a scale per 32). A tile is one group
  * of sixteen rows by as many tokens as the registers hold sums for; more tokens go in
- * tiles over the same group, which the first tile brought into cache. No row needs a horizontal sum: a tile's sixteen results per token
- * are one store. Tiles of several groups (more independent sums for one token) were
- * measured slower on the 2-core Zen 4 VM, Q4_K at one token 1.6x: each group is its own
- * stream through memory, and several at once left the prefetches too little time ahead.
+ * tiles over the same group, which the first tile brought into cache. No row needs a
+ * horizontal sum: a tile's sixteen results per token are one store. Tiles of several groups
+ * (more independent sums for one token) were measured slower on the 2-core Zen 4 VM, Q4_K
+ * at one token 1.6x: each group is its own stream through memory, and several at once left
+ * the prefetches too little time ahead. From eight tokens on, Q4_K goes two groups a tile
+ * all the same (q4_k_pair_int), where reusing each broadcast pays for the second stream.
  */
-#include "isa_common.h"
-#include "kern_avx512.h"
-
-typedef int32_t __attribute__((may_alias)) act_quad;
-
-/* acc + VPDPBUSD(w, the broadcast of activations q[0..3]), the broadcast folded into the
- * instruction's memory operand ({1to16}). GCC emits a separate VPBROADCASTD for
- * _mm512_set1_epi32 of a loaded value; folded, a chain of them measured 8% faster on the
- * Zen 4 VM (0.97 against 1.05 cycles each), and 16 streams of qwen3moe-mini Q4_K_M
- * decoded 179 and 194 tok/s against 164 and 175 (runs alternating). */
-static inline __m512i dpb4(__m512i acc, __m512i w, const int8_t *q) {
-  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const act_quad *)q));
-  return acc;
-}
-
-/* acc + VPDPWSSD(w, the broadcast of the int16 pair p[0..1]), folded as dpb4. */
-static inline __m512i dpw2(__m512i acc, __m512i w, const int16_t *p) {
-  __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const act_quad *)p));
-  return acc;
-}
-
-/* The sixteen results of group g for token t. */
-static inline void store16(const nk_mm *mm, int64_t g, int64_t t, __m512 v) {
-  _mm512_storeu_ps(nk_y_row(mm, t) + g * 16, v);
-}
+#include "kern_avx512_r16.h"
 
 /* Q8_0: per block, d_w * (d_x * sum((q + 128) x) - 128 s_x), as q8_0_row. */
 static inline __attribute__((always_inline)) void q8_0_tile(const nk_mm *mm, int64_t g,
@@ -82,11 +60,6 @@ static inline __attribute__((always_inline)) void q8_0_tile(const nk_mm *mm, int
 static inline __m512 k4_scales16(const uint8_t *p, __m512 d) {
   const __m128i bytes = _mm_loadu_si128((const __m128i *)p);
   return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
-}
-
-/* The sixteen rows' bytes at p (scales or mins of one sub-block) as int32. */
-static inline __m512i k4_bytes16(const uint8_t *p) {
-  return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
 }
 
 /* Run q of Q4_K super-block i (at blk): lo[j] and hi[j] get token t0 + j's int32 sums
@@ -340,6 +313,10 @@ static void q6_k_tiles(const nk_mm *mm, int64_t g, int64_t t0, int nt) {
 }
 
 void nk_r16_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1) {
+  if (mm->type == NK_Q4_K_R16 && mm->act.dk && mm->n_tokens >= NK_R16_PAIR_MIN) {
+    /* Pairs of groups (kern_avx512_r16_pair.c), then the odd group left. */
+    r0 = nk_r16_q4_k_pairs_avx512(mm, r0, r1);
+  }
   /* Q6_K's integer sums need the per-256 activations, which a product sharing them with
    * per-32 types (Q8_0 beside Q6_K in one matmulMany) lacks: plain C computes that mix. */
   if (mm->type == NK_Q6_K_R16 && !mm->act.dk) {
