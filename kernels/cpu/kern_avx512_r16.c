@@ -207,10 +207,7 @@ static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int
     __m512i isum[8];
 #pragma GCC unroll 8
     for (int j = 0; j < nt; j++) {
-      const int16_t *bsum = mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i;
-      __m512i bias = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int p = 0; p < 8; p++) bias = dpw2(bias, pairs[p], bsum + 2 * p);
+      const __m512i bias = bsum_dot8(pairs, mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i);
       isum[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bias, 5));
     }
     for (int quarter = 0; quarter < 4; quarter++) {

@@ -36,6 +36,15 @@ static inline __m512i k4_bytes16(const uint8_t *p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* sum over p < 8 of VPDPWSSD(pairs[p], the token's sums of 16 bsum[2p], bsum[2p + 1]): a
+ * super-block's per-row int16 pairs (Q6_K's scales, Q4_K's mins) against its sixteen sums. */
+static inline __m512i bsum_dot8(const __m512i *pairs, const int16_t *bsum) {
+  __m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; p++) acc = dpw2(acc, pairs[p], bsum + 2 * p);
+  return acc;
+}
+
 /* Tokens from which Q4_K (per-256 activations) goes two groups a tile, four tokens at most.
  * Against one group of up to eight, products alternating in one process on the 2-core Zen 5
  * VM, weights from memory: 3072 x 1024 at 2-5 tokens 1.10-1.20x the time, 8 1.00x, 16

@@ -81,10 +81,7 @@ static inline __attribute__((always_inline)) void q4_k_pair_int(const nk_mm *mm,
           _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk[h] + NK_R16_Q4_K_DMIN)));
 #pragma GCC unroll 4
       for (int j = 0; j < nt; j++) {
-        const int16_t *bsum = mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i;
-        __m512i msum = _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int s = 0; s < 8; s++) msum = dpw2(msum, m[s], bsum + 2 * s);
+        const __m512i msum = bsum_dot8(m, mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i);
         const __m512 dk = _mm512_set1_ps(mm->act.dk[(t0 + j) * (kp / 256) + i]);
         acc[h][j] =
             _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[h][j]), _mm512_mul_ps(d, dk), acc[h][j]);
