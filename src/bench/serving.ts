@@ -110,6 +110,15 @@ export class ServingBench {
   }
 
   /**
+   * One short request, its result dropped: the first requests after a load run slower
+   * (qwen3moe-mini Q4_K_M, one stream right after the load: 123.85 tok/s, then 131.50 and
+   * 135.31 in the same run), which would flatter every ratio against one stream.
+   */
+  async warmUp(prompt: number, gen: number): Promise<void> {
+    await timed(this.host, request(this.#id(), randomTokens(prompt, this.vocab, 1), gen));
+  }
+
+  /**
    * N streams of `gen` tokens each after a `prompt`-token prompt, all at once. With a
    * constraint, a stream whose output is complete before `gen` tokens starts another
    * request at once, so that N sequences decode together throughout.

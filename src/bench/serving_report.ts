@@ -47,6 +47,7 @@ export async function runServing(
   });
   try {
     const bench = new ServingBench(host, host.description.vocabSize);
+    await bench.warmUp(SHORT_PROMPT, gen);
     const concurrency: ConcurrencyResult[] = [];
     const other: ConcurrencyResult[] = [];
     for (const n of streams) {
