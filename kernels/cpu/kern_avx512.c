@@ -114,8 +114,54 @@ static inline __attribute__((always_inline)) void fdot_row(const nk_mm *mm, int6
   for (int j = 0; j < nt; j++) mm->y[(t0 + j) * mm->rows + r] = _mm512_reduce_add_ps(acc[j]);
 }
 
+/* fdot_row for rows r..r + 3 at once: each token's activations, loaded once, meet four
+ * rows. Every (row, token) sum takes the same steps as in fdot_row, so the results are the
+ * same bits. Against row by row, alternating in one process (2-core Zen 5 VM): F16
+ * 1024 x 1024 at 1-8 tokens 0.43-0.54x the time, 3072 x 1024 from memory 0.92x at one
+ * token and 0.56-0.71x at 4-8; F32 64 x 1024 0.51-0.70x. */
+static inline __attribute__((always_inline)) void fdot_row4(const nk_mm *mm, int64_t r, int64_t t0,
+                                                            const int nt) {
+  const uint8_t *row = mm->w + r * mm->row_bytes;
+  __m512 acc[4][4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {
+#pragma GCC unroll 4
+    for (int j = 0; j < nt; j++) acc[i][j] = _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < mm->cols; k += 16) {
+    const __mmask16 mask = mm->cols - k >= 16 ? 0xFFFF : (__mmask16)((1u << (mm->cols - k)) - 1);
+    __m512 w[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) w[i] = load_w16(mm->type, row + i * mm->row_bytes, k, mask);
+#pragma GCC unroll 4
+    for (int j = 0; j < nt; j++) {
+      const __m512 x = _mm512_maskz_loadu_ps(mask, mm->x + (t0 + j) * mm->cols + k);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) acc[i][j] = _mm512_fmadd_ps(w[i], x, acc[i][j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < nt; j++) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      mm->y[(t0 + j) * mm->rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+    }
+  }
+}
+
 void nk_fdot_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, int32_t nt) {
-  for (int64_t r = r0; r < r1; r++) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) nk_prefetch_row(mm, r + i);
+    switch (nt) {
+      case 1: fdot_row4(mm, r, t0, 1); break;
+      case 2: fdot_row4(mm, r, t0, 2); break;
+      case 3: fdot_row4(mm, r, t0, 3); break;
+      default: fdot_row4(mm, r, t0, 4); break;
+    }
+  }
+  for (; r < r1; r++) {
     nk_prefetch_row(mm, r);
     switch (nt) {
       case 1: fdot_row(mm, r, t0, 1); break;

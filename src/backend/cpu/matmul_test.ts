@@ -146,3 +146,42 @@ Deno.test("matmulMany: K-quants sharing activations with Q8_0 (per-32 kernels) m
     pool.destroy();
   }
 });
+
+/**
+ * Float weights: a batch gives each of its tokens the bits of that token's own product, so
+ * batching requests (MoE routers, embedding heads) changes no result. Row kernels sum each
+ * (row, token) alone; AVX-512 keeps float products on them up to 47 tokens (F32) and 64
+ * (F16, BF16), other levels up to 8.
+ */
+Deno.test("matmul float types: a batch's rows are each token's own product, bit for bit", async () => {
+  const k = await testKernels();
+  const [rows, cols] = [70, 300];
+  for (const type of ["F32", "F16", "BF16"]) {
+    const info = ggmlTypeByName(type)!;
+    const rng = new Rng(info.id * 31 + 5);
+    const w = randomBlocks(info, (rows * cols) / info.blockSize, rng);
+    const x = randomF32(rng, 47 * cols);
+    const pool = k.createPool(2);
+    try {
+      for (const isa of k.supportedIsas()) {
+        pool.isa = isa;
+        const counts = isa.startsWith("avx512") ? [8, 16, 47] : [8];
+        for (const n of counts) {
+          const batch = new Float32Array(n * rows);
+          pool.matmul(info.id, w, rows, cols, x, n, batch);
+          for (const t of [0, n >> 1, n - 1]) {
+            const one = new Float32Array(rows);
+            pool.matmul(info.id, w, rows, cols, x.subarray(t * cols, (t + 1) * cols), 1, one);
+            assertEquals(
+              batch.subarray(t * rows, (t + 1) * rows),
+              one,
+              `${type} ${isa} n=${n}: token ${t}`,
+            );
+          }
+        }
+      }
+    } finally {
+      pool.destroy();
+    }
+  }
+});
