@@ -20,7 +20,7 @@
  * nine tokens the two are even (two row passes). The other levels' passes take four, and
  * the same threshold was measured for them before.
  *
- * AVX-512's float rows go four at a time (fdot_row4), and stay cheaper than the float panels
+ * AVX-512's float rows go four at a time (fdot_rows), and stay cheaper than the float panels
  * far longer. Against panels, products alternating in one process on the 2-core Zen 5 VM:
  * F16 1024 x 1024 at 9 tokens 0.29x the time, 16 0.40x, 32 0.66x, 64 0.95x, 128 1.24x
  * (3072 x 1024 the same); F32 1024 x 1024 at 9 0.34x, 32 0.76x, 64 1.09x. The MoE router

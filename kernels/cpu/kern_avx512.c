@@ -95,36 +95,18 @@ static inline __m512 load_w16(int32_t type, const uint8_t *row, int64_t k, __mma
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-static inline __attribute__((always_inline)) void fdot_row(const nk_mm *mm, int64_t r, int64_t t0,
-                                                           const int nt) {
-  const uint8_t *row = mm->w + r * mm->row_bytes;
-  __m512 acc[4];
-#pragma GCC unroll 4
-  for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < mm->cols; k += 16) {
-    const __mmask16 mask = mm->cols - k >= 16 ? 0xFFFF : (__mmask16)((1u << (mm->cols - k)) - 1);
-    const __m512 w = load_w16(mm->type, row, k, mask);
-#pragma GCC unroll 4
-    for (int j = 0; j < nt; j++) {
-      const __m512 x = _mm512_maskz_loadu_ps(mask, mm->x + (t0 + j) * mm->cols + k);
-      acc[j] = _mm512_fmadd_ps(w, x, acc[j]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int j = 0; j < nt; j++) mm->y[(t0 + j) * mm->rows + r] = _mm512_reduce_add_ps(acc[j]);
-}
-
-/* fdot_row for rows r..r + 3 at once: each token's activations, loaded once, meet four
- * rows. Every (row, token) sum takes the same steps as in fdot_row, so the results are the
- * same bits. Against row by row, alternating in one process (2-core Zen 5 VM): F16
- * 1024 x 1024 at 1-8 tokens 0.43-0.54x the time, 3072 x 1024 from memory 0.92x at one
- * token and 0.56-0.71x at 4-8; F32 64 x 1024 0.51-0.70x. */
-static inline __attribute__((always_inline)) void fdot_row4(const nk_mm *mm, int64_t r, int64_t t0,
-                                                            const int nt) {
+/* Rows r..r + R - 1 (R = 1 or 4) by tokens t0..t0 + nt - 1: each token's activations,
+ * loaded once, meet the R rows. Every (row, token) sum takes the same steps whatever R, so
+ * four rows at a time give the same bits as one. Four against one, alternating in one
+ * process (2-core Zen 5 VM): F16 1024 x 1024 at 1-8 tokens 0.43-0.54x the time, 3072 x 1024
+ * from memory 0.92x at one token and 0.56-0.71x at 4-8; F32 64 x 1024 0.51-0.70x. */
+static inline __attribute__((always_inline)) void fdot_rows(const nk_mm *mm, int64_t r,
+                                                            int64_t t0, const int nt,
+                                                            const int R) {
   const uint8_t *row = mm->w + r * mm->row_bytes;
   __m512 acc[4][4];
 #pragma GCC unroll 4
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < R; i++) {
 #pragma GCC unroll 4
     for (int j = 0; j < nt; j++) acc[i][j] = _mm512_setzero_ps();
   }
@@ -132,20 +114,32 @@ static inline __attribute__((always_inline)) void fdot_row4(const nk_mm *mm, int
     const __mmask16 mask = mm->cols - k >= 16 ? 0xFFFF : (__mmask16)((1u << (mm->cols - k)) - 1);
     __m512 w[4];
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) w[i] = load_w16(mm->type, row + i * mm->row_bytes, k, mask);
+    for (int i = 0; i < R; i++) w[i] = load_w16(mm->type, row + i * mm->row_bytes, k, mask);
 #pragma GCC unroll 4
     for (int j = 0; j < nt; j++) {
       const __m512 x = _mm512_maskz_loadu_ps(mask, mm->x + (t0 + j) * mm->cols + k);
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) acc[i][j] = _mm512_fmadd_ps(w[i], x, acc[i][j]);
+      for (int i = 0; i < R; i++) acc[i][j] = _mm512_fmadd_ps(w[i], x, acc[i][j]);
     }
   }
 #pragma GCC unroll 4
   for (int j = 0; j < nt; j++) {
 #pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < R; i++) {
       mm->y[(t0 + j) * mm->rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
     }
+  }
+}
+
+/* fdot_rows for nt as a constant. */
+static inline __attribute__((always_inline)) void fdot_rows_nt(const nk_mm *mm, int64_t r,
+                                                               int64_t t0, int32_t nt,
+                                                               const int R) {
+  switch (nt) {
+    case 1: fdot_rows(mm, r, t0, 1, R); break;
+    case 2: fdot_rows(mm, r, t0, 2, R); break;
+    case 3: fdot_rows(mm, r, t0, 3, R); break;
+    default: fdot_rows(mm, r, t0, 4, R); break;
   }
 }
 
@@ -154,21 +148,11 @@ void nk_fdot_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1, int64_t t0, in
   for (; r + 4 <= r1; r += 4) {
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) nk_prefetch_row(mm, r + i);
-    switch (nt) {
-      case 1: fdot_row4(mm, r, t0, 1); break;
-      case 2: fdot_row4(mm, r, t0, 2); break;
-      case 3: fdot_row4(mm, r, t0, 3); break;
-      default: fdot_row4(mm, r, t0, 4); break;
-    }
+    fdot_rows_nt(mm, r, t0, nt, 4);
   }
   for (; r < r1; r++) {
     nk_prefetch_row(mm, r);
-    switch (nt) {
-      case 1: fdot_row(mm, r, t0, 1); break;
-      case 2: fdot_row(mm, r, t0, 2); break;
-      case 3: fdot_row(mm, r, t0, 3); break;
-      default: fdot_row(mm, r, t0, 4); break;
-    }
+    fdot_rows_nt(mm, r, t0, nt, 1);
   }
 }
 

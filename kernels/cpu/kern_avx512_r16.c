@@ -320,10 +320,7 @@ void nk_r16_rows_avx512(const nk_mm *mm, int64_t r0, int64_t r1) {
     nk_r16_rows_portable(mm, r0, r1);
     return;
   }
-  const int64_t n = mm->n_tokens;
-  /* Tiles of even size: 17 tokens go as 9 + 8, not 16 + 1. */
-  const int64_t most = mm->type == NK_Q8_0_R16 ? 16 : 8, tiles = (n + most - 1) / most,
-                per = (n + tiles - 1) / tiles;
+  const int64_t n = mm->n_tokens, per = tile_tokens(n, mm->type == NK_Q8_0_R16 ? 16 : 8);
   for (int64_t g = r0 / 16; g < r1 / 16; g++) {
     for (int64_t t0 = 0; t0 < n; t0 += per) {
       const int nt = (int)(n - t0 < per ? n - t0 : per);

@@ -36,6 +36,13 @@ static inline __m512i k4_bytes16(const uint8_t *p) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* Tokens per tile when n tokens go in tiles of at most `most`, as evenly as they can: 17
+ * tokens by 16 go as 9 + 8, not 16 + 1. */
+static inline int64_t tile_tokens(int64_t n, int64_t most) {
+  const int64_t tiles = (n + most - 1) / most;
+  return (n + tiles - 1) / tiles;
+}
+
 /* sum over p < 8 of VPDPWSSD(pairs[p], the token's sums of 16 bsum[2p], bsum[2p + 1]): a
  * super-block's per-row int16 pairs (Q6_K's scales, Q4_K's mins) against its sixteen sums. */
 static inline __m512i bsum_dot8(const __m512i *pairs, const int16_t *bsum) {

@@ -107,7 +107,7 @@ static void q4_k_pairs(const nk_mm *mm, int64_t g, int64_t t0, int nt) {
 }
 
 int64_t nk_r16_q4_k_pairs_avx512(const nk_mm *mm, int64_t r0, int64_t r1) {
-  const int64_t n = mm->n_tokens, tiles = (n + 3) / 4, per = (n + tiles - 1) / tiles;
+  const int64_t n = mm->n_tokens, per = tile_tokens(n, 4);
   int64_t g = r0 / 16;
   for (; g + 1 < r1 / 16; g += 2) {
     for (int64_t t0 = 0; t0 < n; t0 += per) {

@@ -80,7 +80,7 @@ static void quantize(mm_task *a) {
 }
 
 /* Repacked items are whole pairs of 16-row groups, which the many-token Q4_K tiles take
- * together (kern_avx512_r16.c); against single groups, a product of 1-5 tokens measured
+ * together (kern_avx512_r16_pair.c); against single groups, a product of 1-5 tokens measured
  * the same (0.95-1.02x, Q8_0, Q4_K and Q6_K from memory). */
 int64_t nk_item_rows(const nk_mm *mm) {
   const int64_t rows = mm->row_bytes >= ITEM_BYTES ? 1 : ITEM_BYTES / mm->row_bytes;

@@ -110,7 +110,7 @@ export class ServingBench {
   }
 
   /**
-   * One short request, its result dropped: the first requests after a load run slower
+   * One request, its result dropped: the first requests after a load run slower
    * (qwen3moe-mini Q4_K_M, one stream right after the load: 123.85 tok/s, then 131.50 and
    * 135.31 in the same run), which would flatter every ratio against one stream.
    */
