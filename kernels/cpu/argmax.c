@@ -10,7 +10,6 @@
 #include "nk_internal.h"
 
 typedef struct {
-  nk_pool *pool;
   const nk_isa_ops *ops;
   const float *x;
   const uint32_t *const *masks;
@@ -79,12 +78,10 @@ static void argmax_item(const argmax_args *a, int64_t i) {
 }
 
 static void argmax_task(void *arg, int32_t ith, int32_t nth) {
-  (void)ith;
-  (void)nth;
   const argmax_args *a = arg;
-  for (int64_t i = nk_pool_next(a->pool); i < a->n_items; i = nk_pool_next(a->pool)) {
-    argmax_item(a, i);
-  }
+  int64_t i0, i1;
+  nk_row_share(a->n_items, ith, nth, &i0, &i1);
+  for (int64_t i = i0; i < i1; i++) argmax_item(a, i);
 }
 
 /* A row with no number to pick: its first allowed index (0 unmasked, or none allowed). */
@@ -102,7 +99,7 @@ int32_t nk_argmax_rows_masked(nk_pool *pool, const float *x, int64_t rows, int64
   if (!pool || !x || !out || rows < 0 || cols <= 0 || cols > INT32_MAX) return NK_EINVAL;
   const int32_t nth = nk_pool_threads(pool);
   const int64_t parts = rows >= nth || rows * cols < PARALLEL_MIN ? 1 : nth;
-  argmax_args a = {pool, nk_pool_ops(pool), x, masks, cols, parts, rows * parts, NULL, NULL};
+  argmax_args a = {nk_pool_ops(pool), x, masks, cols, parts, rows * parts, NULL, NULL};
   uint8_t *buf = nk_pool_shared(pool, a.n_items * (4 + 8) + 8);
   if (!buf) return NK_ENOMEM;
   a.ats = (int64_t *)buf;

@@ -62,7 +62,9 @@ static void store_row(const nk_isa_ops *ops, void *cache, int32_t kv_type, int64
 
 static void store_task(void *arg, int32_t ith, int32_t nth) {
   const store_args *s = arg;
-  for (int64_t r = ith; r < s->n_rows; r += nth) {
+  int64_t r0, r1;
+  nk_row_share(s->n_rows, ith, nth, &r0, &r1);
+  for (int64_t r = r0; r < r1; r++) {
     if (s->slots[r] < 0) continue;
     store_row(s->ops, s->k_cache, s->kv_type, s->slots[r], s->width, s->k + r * s->width);
     store_row(s->ops, s->v_cache, s->kv_type, s->slots[r], s->width, s->v + r * s->width);

@@ -51,24 +51,21 @@ static void quantize_token(const nk_isa_ops *ops, const nk_mm *mm, int64_t t) {
 }
 
 typedef struct {
-  nk_pool *pool;
   const nk_isa_ops *ops;
   const nk_mm *mm;
 } quantize_args;
 
 static void quantize_task(void *arg, int32_t ith, int32_t nth) {
-  (void)ith;
-  (void)nth;
   const quantize_args *a = arg;
-  for (int64_t t = nk_pool_next(a->pool); t < a->mm->n_tokens; t = nk_pool_next(a->pool)) {
-    quantize_token(a->ops, a->mm, t);
-  }
+  int64_t t0, t1;
+  nk_row_share(a->mm->n_tokens, ith, nth, &t0, &t1);
+  for (int64_t t = t0; t < t1; t++) quantize_token(a->ops, a->mm, t);
 }
 
 void nk_mm_quantize(nk_pool *pool, const nk_mm *mm) {
   const nk_isa_ops *ops = nk_pool_ops(pool);
   if (mm->n_tokens > NK_ROW_TOKENS) {
-    quantize_args a = {.pool = pool, .ops = ops, .mm = mm};
+    quantize_args a = {.ops = ops, .mm = mm};
     nk_pool_run(pool, quantize_task, &a);
     return;
   }

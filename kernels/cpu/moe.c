@@ -26,7 +26,6 @@
 void nk_argsort_desc(int32_t *idx, int64_t n, const float *p);
 
 typedef struct {
-  nk_pool *pool;
   const float *logits;
   int64_t n_rows, n_experts, k;
   int32_t normalize;
@@ -63,12 +62,10 @@ static void route_token(const route_task *a, int64_t t) {
 }
 
 static void route_run(void *arg, int32_t ith, int32_t nth) {
-  (void)ith;
-  (void)nth;
   route_task *a = arg;
-  for (int64_t t = nk_pool_next(a->pool); t < a->n_rows; t = nk_pool_next(a->pool)) {
-    route_token(a, t);
-  }
+  int64_t t0, t1;
+  nk_row_share(a->n_rows, ith, nth, &t0, &t1);
+  for (int64_t t = t0; t < t1; t++) route_token(a, t);
 }
 
 int32_t nk_moe_route(nk_pool *pool, const float *logits, int64_t n_rows, int64_t n_experts,
@@ -76,7 +73,7 @@ int32_t nk_moe_route(nk_pool *pool, const float *logits, int64_t n_rows, int64_t
   if (!pool || !logits || !ids || !weights || n_rows < 0 || n_experts < 1 ||
       n_experts > MAX_EXPERTS || k < 1 || k > n_experts)
     return NK_EINVAL;
-  route_task a = {pool, logits, n_rows, n_experts, k, normalize, ids, weights};
+  route_task a = {logits, n_rows, n_experts, k, normalize, ids, weights};
   /* A token's softmax and sort take about 2 us (64 experts): a batch's go over the pool. */
   if (n_rows > 1) {
     nk_pool_run(pool, route_run, &a);
@@ -87,7 +84,6 @@ int32_t nk_moe_route(nk_pool *pool, const float *logits, int64_t n_rows, int64_t
 }
 
 typedef struct {
-  nk_pool *pool;
   float *out;
   const float *experts, *weights;
   int64_t n_tokens, k, cols;
@@ -113,19 +109,17 @@ static void combine_token(const combine_task *a, int64_t t) {
 }
 
 static void combine_run(void *arg, int32_t ith, int32_t nth) {
-  (void)ith;
-  (void)nth;
   combine_task *a = arg;
-  for (int64_t t = nk_pool_next(a->pool); t < a->n_tokens; t = nk_pool_next(a->pool)) {
-    combine_token(a, t);
-  }
+  int64_t t0, t1;
+  nk_row_share(a->n_tokens, ith, nth, &t0, &t1);
+  for (int64_t t = t0; t < t1; t++) combine_token(a, t);
 }
 
 int32_t nk_moe_combine(nk_pool *pool, float *out, const float *experts, const float *weights,
                        int64_t n_tokens, int64_t k, int64_t cols) {
   if (!pool || !out || !experts || !weights || n_tokens < 0 || k < 1 || cols < 1)
     return NK_EINVAL;
-  combine_task a = {pool, out, experts, weights, n_tokens, k, cols};
+  combine_task a = {out, experts, weights, n_tokens, k, cols};
   if (n_tokens * k * cols >= PARALLEL_MIN && n_tokens > 1) {
     nk_pool_run(pool, combine_run, &a);
   } else {

@@ -397,4 +397,16 @@ static inline int64_t nk_round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
 }
 
+/* Thread ith's share of n rows, [*r0, *r1): one run of neighbours. Rows dealt out in turn
+ * (ith, ith + nth, ...) or claimed one by one ran 2-4x slower on two threads than on one
+ * on the 2-core Zen 5 VM, cache lines going back and forth between the cores where each
+ * writes beside the other: RMSNorm of 256 rows of 128 (a 16-token step's query norms) 20
+ * us against 4.6 alone, 4.3 shared so; the MoE sum of 16 tokens 17 us against 10.6 alone,
+ * 7 shared so. In a 16-stream qwen3moe-mini step the norms went from 0.91 to 0.63 ms, RoPE
+ * 0.30 to 0.13, the MoE sum 0.57 to 0.30. */
+static inline void nk_row_share(int64_t n, int32_t ith, int32_t nth, int64_t *r0, int64_t *r1) {
+  *r0 = n * ith / nth;
+  *r1 = n * (ith + 1) / nth;
+}
+
 #endif

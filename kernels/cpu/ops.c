@@ -23,7 +23,9 @@ typedef struct {
 
 static void rmsnorm_task(void *arg, int32_t ith, int32_t nth) {
   const rows_args *r = arg;
-  for (int64_t i = ith; i < r->n_rows; i += nth) {
+  int64_t i0, i1;
+  nk_row_share(r->n_rows, ith, nth, &i0, &i1);
+  for (int64_t i = i0; i < i1; i++) {
     r->ops->rmsnorm_row(r->out + i * r->dim, r->a + i * r->dim, r->w, r->dim, r->eps);
   }
 }
@@ -49,7 +51,9 @@ int32_t nk_rmsnorm(nk_pool *pool, float *out, const float *x, const float *weigh
 
 static void get_rows_task(void *arg, int32_t ith, int32_t nth) {
   const rows_args *r = arg;
-  for (int64_t i = ith; i < r->n_rows; i += nth) {
+  int64_t i0, i1;
+  nk_row_share(r->n_rows, ith, nth, &i0, &i1);
+  for (int64_t i = i0; i < i1; i++) {
     nk_dequantize_table_row(r->type, r->table, r->ids[i], r->row_bytes, r->dim,
                             r->out + i * r->dim);
   }

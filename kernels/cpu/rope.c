@@ -170,7 +170,9 @@ static void rope_apply_norm(float *x, int64_t n_heads, int64_t head_dim, const f
 
 static void rope_task(void *arg, int32_t ith, int32_t nth) {
   const rope_args *r = arg;
-  for (int64_t t = ith; t < r->n_tokens; t += nth) {
+  int64_t t0, t1;
+  nk_row_share(r->n_tokens, ith, nth, &t0, &t1);
+  for (int64_t t = t0; t < t1; t++) {
     float *x = r->x + t * r->n_heads * r->head_dim;
     if (r->mode == NK_ROPE_NORM) {
       rope_apply_norm(x, r->n_heads, r->head_dim, r->tables[t]);
