@@ -32,6 +32,32 @@ typedef struct {
   float *ids, *weights;
 } route_task;
 
+/* The k largest of p[0, n) into order, largest first, when that answer does not depend on
+ * how a sort breaks ties: no NaN, the k values distinct, and none outside them equal to the
+ * least of them. Then std::sort orders them so too, and a selection costs a few dozen
+ * compares where the introsort over every expert costs hundreds, many of them mispredicted
+ * branches on a real router's scores (64 experts, top 8, 16 tokens on 2 threads, scores
+ * changing from call to call: 19.6 -> 7.1 us). Returns 0, order undefined, when a tie or
+ * NaN needs the sort. */
+static int top_k_untied(const float *p, int64_t n, int64_t k, int32_t *order) {
+  int64_t have = 0;
+  for (int64_t e = 0; e < n; e++) {
+    const float v = p[e];
+    if (v != v) return 0;
+    if (have == k && !(v > p[order[k - 1]])) continue;
+    int64_t j = have < k ? have++ : k - 1;
+    for (; j > 0 && v > p[order[j - 1]]; j--) order[j] = order[j - 1];
+    order[j] = (int32_t)e;
+  }
+  for (int64_t j = 0; j + 1 < k; j++) {
+    if (!(p[order[j]] > p[order[j + 1]])) return 0;
+  }
+  const float least = p[order[k - 1]];
+  int64_t at_least = 0;
+  for (int64_t e = 0; e < n; e++) at_least += p[e] >= least;
+  return at_least == k;
+}
+
 /* Token t's experts and weights. */
 static void route_token(const route_task *a, int64_t t) {
   const int64_t n_experts = a->n_experts, k = a->k;
@@ -49,7 +75,7 @@ static void route_token(const route_task *a, int64_t t) {
   }
   const float inv = (float)(1.0 / sum);
   for (int64_t e = 0; e < n_experts; e++) p[e] *= inv;
-  nk_argsort_desc(order, n_experts, p);
+  if (!top_k_untied(p, n_experts, k, order)) nk_argsort_desc(order, n_experts, p);
   /* get_rows, then sum_rows (double, rounded to float), clamp and div. */
   double chosen = 0;
   for (int64_t j = 0; j < k; j++) chosen += (double)p[order[j]];

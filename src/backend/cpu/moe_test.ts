@@ -64,6 +64,29 @@ Deno.test("moeRoute: the experts, order and weights of the TypeScript routing, t
   });
 });
 
+Deno.test("moeRoute: a tie at the k-th expert or inside the top k still takes std::sort's order", async () => {
+  // Distinct scores take a selection, ties the sort: each case sits on that boundary.
+  const base = Array.from({ length: 64 }, (_, e) => -e / 8);
+  const cases: Array<[string, number[]]> = [
+    ["k-th tied with the next", base.map((v, e) => (e === 8 ? base[7] : v))],
+    ["k-th tied with one far below", base.map((v, e) => (e === 40 ? base[7] : v))],
+    ["two inside the top k tied", base.map((v, e) => (e === 3 ? base[2] : v))],
+    ["tied only below the top k", base.map((v, e) => (e === 20 ? base[21] : v))],
+    ["a NaN", base.map((v, e) => (e === 5 ? NaN : v))],
+  ];
+  await everyPool((pool, what) => {
+    for (const [name, scores] of cases) {
+      // Reversed, so index order and score order disagree.
+      const logits = new Float32Array(scores.reverse());
+      const ids = new Float32Array(8), weights = new Float32Array(8);
+      pool.moeRoute(logits, 1, 64, 8, true, ids, weights);
+      const wantIds = new Int32Array(8), wantW = new Float32Array(8);
+      routeToken(logits, true, wantIds, wantW);
+      assertEquals([...ids], [...wantIds], `${what} ${name}`);
+    }
+  });
+});
+
 Deno.test("moeRoute: all experts tied keeps std::sort's order, not the index order", () => {
   const logits = new Float32Array(128).fill(1.5);
   const ids = new Int32Array(8), w = new Float32Array(8);
