@@ -44,8 +44,10 @@ Deno.test("argmax_rows: random rows, serial, one row split over threads, batches
 Deno.test("argmax_rows: ties go to the first index, across lanes and thread shares", async () => {
   const cols = 151936;
   // Equal maxima in both halves (the second thread's share would otherwise win), in two
-  // lanes of one vector, and at the very end.
-  for (const at of [[5, cols - 3], [17, 18], [cols - 2, cols - 1], [0, cols / 2]]) {
+  // lanes of one vector, in two of the AVX-512 scan's four accumulators with the later one
+  // holding the first index (21 in the second, 64 in the first), and at the very end.
+  const ties = [[5, cols - 3], [17, 18], [21, 64], [48, 130], [cols - 2, cols - 1], [0, cols / 2]];
+  for (const at of ties) {
     await check(1, cols, (x) => {
       x.fill(-1);
       for (const i of at) x[i] = 9;
