@@ -174,19 +174,112 @@ static inline __attribute__((always_inline)) void q4_k_tile_int(const nk_mm *mm,
   for (int j = 0; j < nt; j++) store16(mm, g, t0 + j, acc[j]);
 }
 
+/* The sixteen rows' scales of group g of a repacked Q6_K super-block, as int32. */
+static inline __m512i q6_k_scales16(const uint8_t *blk, int g) {
+  return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + NK_R16_Q6_K_SCALES + 16 * g)));
+}
+
+/* isum + sc * (w . x) over one group: four VPDPBUSDs of a token's 16 activations at xq. */
+static inline __m512i q6_k_group_add(__m512i isum, const __m512i *w, __m512i sc, const int8_t *xq) {
+  __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int u = 0; u < 4; u++) s = dpb4(s, w[u], xq + 4 * u);
+  return _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
+}
+
+/* Tokens from which a Q6_K tile decodes its quarters in two passes (q6_k_quarter_halves). */
+#define Q6_K_HALVES_MIN 4
+
+/* isum[j] += the sixteen rows' sums sc_k * (q . x) of quarter `quarter` (2n + h) of Q6_K
+ * super-block i for token t0 + j, groups k = 8n + 2k' + h, k' = 0..3: its sixteen weight
+ * vectors (columns 16h..16h+15 plus 0, 32, 64 and 96 of half n) decoded once for every
+ * token of the tile. */
+static inline __attribute__((always_inline)) void q6_k_quarter(const nk_mm *mm,
+                                                               const uint8_t *blk, int64_t i,
+                                                               int quarter, int64_t t0,
+                                                               const int nt, int prefetch,
+                                                               __m512i *isum) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  const int n = quarter / 2, h = quarter % 2;
+  const uint8_t *qs = blk + NK_R16_Q6_K_QS + 768 * quarter;
+  __m512i w[4][4];
+#pragma GCC unroll 4
+  for (int u = 0; u < 4; u++) {
+    /* A sixteenth of the super-block per unit: bursts of prefetches stall the loads. */
+    if (prefetch) {
+      nk_prefetch_ahead(mm, blk + NK_R16_Q6_K_BLOCK / 16 * (4 * quarter + u), NK_R16_Q6_K_BLOCK / 16);
+    }
+    const __m512i a = _mm512_loadu_si512(qs + 64 * u), b = _mm512_loadu_si512(qs + 256 + 64 * u);
+    const __m512i hi = _mm512_loadu_si512(qs + 512 + 64 * u);
+    w[0][u] = _mm512_ternarylogic_epi32(
+        a, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 4), bits45), 0xEA);
+    w[1][u] = _mm512_ternarylogic_epi32(
+        b, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 2), bits45), 0xEA);
+    w[2][u] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(a, 4), low4,
+                                        _mm512_and_si512(hi, bits45), 0xEA);
+    w[3][u] = _mm512_ternarylogic_epi32(
+        _mm512_srli_epi16(b, 4), low4, _mm512_and_si512(_mm512_srli_epi16(hi, 2), bits45), 0xEA);
+  }
+  __m512i sc[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) sc[k] = q6_k_scales16(blk, 8 * n + 2 * k + h);
+#pragma GCC unroll 8
+  for (int j = 0; j < nt; j++) {
+    const int8_t *xq = mm->act.q + (t0 + j) * mm->kp + 256 * i + 128 * n + 16 * h;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) isum[j] = q6_k_group_add(isum[j], w[k], sc[k], xq + 32 * k);
+  }
+}
+
+/* q6_k_quarter in two passes of two groups, f and f + 2 (the low and high nibbles of one
+ * run of low bits), so that eight weight vectors are live instead of sixteen beside the
+ * tile's sums. Alternating in one process on the 2-core Zen 5 VM, the 151936 x 1024 output
+ * matrix from memory took at 5 tokens 0.88-0.97x the time, at 16 0.93x, but at 1 and 2
+ * tokens 1.03-1.09x: one pass below Q6_K_HALVES_MIN. The pass loop stays rolled: unrolled
+ * it measured 1.02-1.10x slower. */
+static inline __attribute__((always_inline)) void q6_k_quarter_halves(
+    const nk_mm *mm, const uint8_t *blk, int64_t i, int quarter, int64_t t0, const int nt,
+    int prefetch, __m512i *isum) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  const int n = quarter / 2, h = quarter % 2;
+  const uint8_t *qs = blk + NK_R16_Q6_K_QS + 768 * quarter;
+  for (int f = 0; f < 2; f++) {
+    __m512i w[2][4];
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+      if (prefetch && f == 0) {
+        nk_prefetch_ahead(mm, blk + NK_R16_Q6_K_BLOCK / 16 * (4 * quarter + u),
+                          NK_R16_Q6_K_BLOCK / 16);
+      }
+      const __m512i run = _mm512_loadu_si512(qs + 256 * f + 64 * u);
+      const __m512i hi = _mm512_loadu_si512(qs + 512 + 64 * u);
+      w[0][u] = _mm512_ternarylogic_epi32(
+          run, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 4 - 2 * f), bits45), 0xEA);
+      w[1][u] = _mm512_ternarylogic_epi32(
+          _mm512_srli_epi16(run, 4), low4,
+          _mm512_and_si512(f == 0 ? hi : _mm512_srli_epi16(hi, 2), bits45), 0xEA);
+    }
+    const __m512i sc0 = q6_k_scales16(blk, 8 * n + 2 * f + h),
+                  sc1 = q6_k_scales16(blk, 8 * n + 2 * (f + 2) + h);
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) {
+      const int8_t *xq = mm->act.q + (t0 + j) * mm->kp + 256 * i + 128 * n + 16 * h;
+      isum[j] = q6_k_group_add(isum[j], w[0], sc0, xq + 32 * f);
+      isum[j] = q6_k_group_add(isum[j], w[1], sc1, xq + 32 * (f + 2));
+    }
+  }
+}
+
 /* Q6_K against activations quantized per 256 (nk_qact's dk and bsum): per super-block,
  * d * d_x * (sum over groups of sc * sum(q x) - 32 sum over groups of sc * sum(x)), q
  * unbiased (0-63), all in integers but the last step, as q6k_row. The second sum is eight
  * VPDPWSSDs per token (the rows' scales of two groups as int16 pairs against the token's
  * two group sums), where starting each group's sum at -32 sum(x) took three instructions
- * per group. A quarter 2n + h of the super-block at a time: its sixteen weight vectors
- * (columns 16h..16h+15 plus 0, 32, 64 and 96 of half n, groups 8n + h + 0, 2, 4, 6) are
- * decoded once and serve every token of the tile. */
+ * per group. A quarter of the super-block at a time (q6_k_quarter). */
 static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int64_t g, int64_t t0,
                                                             const int nt) {
   const int64_t kp = mm->kp, nsb = mm->cols / 256;
   const uint8_t *grp = mm->w + g * 16 * mm->row_bytes;
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   /* Words 0-15 (group 2p) and 16-31 (group 2p + 1) to row r's pair at 2r, 2r + 1. */
   const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25,
                                               9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2,
@@ -211,47 +304,10 @@ static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int
       isum[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bias, 5));
     }
     for (int quarter = 0; quarter < 4; quarter++) {
-      const int n = quarter / 2, h = quarter % 2;
-      const uint8_t *qs = blk + NK_R16_Q6_K_QS + 768 * quarter;
-      __m512i w[4][4];
-#pragma GCC unroll 4
-      for (int u = 0; u < 4; u++) {
-        /* A sixteenth of the super-block per unit: bursts of prefetches stall the loads. */
-        if (prefetch) {
-          nk_prefetch_ahead(mm, blk + NK_R16_Q6_K_BLOCK / 16 * (4 * quarter + u),
-                            NK_R16_Q6_K_BLOCK / 16);
-        }
-        const __m512i a = _mm512_loadu_si512(qs + 64 * u),
-                      b = _mm512_loadu_si512(qs + 256 + 64 * u);
-        const __m512i hi = _mm512_loadu_si512(qs + 512 + 64 * u);
-        w[0][u] = _mm512_ternarylogic_epi32(
-            a, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 4), bits45), 0xEA);
-        w[1][u] = _mm512_ternarylogic_epi32(
-            b, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 2), bits45), 0xEA);
-        w[2][u] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(a, 4), low4,
-                                            _mm512_and_si512(hi, bits45), 0xEA);
-        w[3][u] =
-            _mm512_ternarylogic_epi32(_mm512_srli_epi16(b, 4), low4,
-                                      _mm512_and_si512(_mm512_srli_epi16(hi, 2), bits45), 0xEA);
-      }
-      __m512i sc[4];
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; k++) {
-        const int grp16 = 8 * n + 2 * k + h;
-        sc[k] = _mm512_cvtepi8_epi32(
-            _mm_loadu_si128((const __m128i *)(blk + NK_R16_Q6_K_SCALES + 16 * grp16)));
-      }
-#pragma GCC unroll 8
-      for (int j = 0; j < nt; j++) {
-        const int8_t *xq = mm->act.q + (t0 + j) * kp + 256 * i + 128 * n + 16 * h;
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
-          __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 4
-          for (int u = 0; u < 4; u++)
-            s = dpb4(s, w[k][u], xq + 32 * k + 4 * u);
-          isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(s, sc[k]));
-        }
+      if (nt >= Q6_K_HALVES_MIN) {
+        q6_k_quarter_halves(mm, blk, i, quarter, t0, nt, prefetch, isum);
+      } else {
+        q6_k_quarter(mm, blk, i, quarter, t0, nt, prefetch, isum);
       }
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
