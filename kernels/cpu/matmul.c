@@ -37,17 +37,21 @@ int64_t nk_fpanel_bytes(int32_t panel_rows, int64_t cols) {
   return cols * panel_rows * 4;
 }
 
-/* Token t's activations into mm->act: per 256 when act has the per-256 fields (every
- * matrix of the call a K-quant), per 32 otherwise. */
-static void quantize_token(const nk_isa_ops *ops, const nk_mm *mm, int64_t t) {
+/* Per 256 when act has the per-256 fields (every matrix of the call a K-quant), per 32
+ * otherwise. */
+void nk_mm_quantize_row(const nk_isa_ops *ops, const nk_mm *mm, const float *x, int64_t t) {
   const int64_t kp = mm->kp;
   if (mm->act.dk) {
-    ops->quantize_act_k(mm->x + t * mm->cols, mm->cols, &mm->act, t);
+    ops->quantize_act_k(x, mm->cols, &mm->act, t);
     return;
   }
-  ops->quantize_act(mm->x + t * mm->cols, mm->cols, kp, mm->act.q + t * kp,
-                    mm->act.d16 + t * (kp / 16), mm->act.s16 + t * (kp / 16),
-                    mm->act.d32 + t * (kp / 32), mm->act.s32 + t * (kp / 32));
+  ops->quantize_act(x, mm->cols, kp, mm->act.q + t * kp, mm->act.d16 + t * (kp / 16),
+                    mm->act.s16 + t * (kp / 16), mm->act.d32 + t * (kp / 32),
+                    mm->act.s32 + t * (kp / 32));
+}
+
+static void quantize_token(const nk_isa_ops *ops, const nk_mm *mm, int64_t t) {
+  nk_mm_quantize_row(ops, mm, mm->x + t * mm->cols, t);
 }
 
 typedef struct {

@@ -320,6 +320,9 @@ typedef struct {
   uint64_t (*read_words)(const uint8_t *p, int64_t n, int32_t pattern);
 } nk_isa_ops;
 
+/* Quantizes the row of mm->cols values at x into token t of mm->act. */
+void nk_mm_quantize_row(const nk_isa_ops *ops, const nk_mm *mm, const float *x, int64_t t);
+
 /* Repacked rows [r0, r1) for all tokens in plain C (repack.c). */
 void nk_r16_rows_portable(const nk_mm *mm, int64_t r0, int64_t r1);
 
