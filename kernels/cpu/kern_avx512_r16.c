@@ -187,6 +187,12 @@ static inline __m512i q6_k_group_add(__m512i isum, const __m512i *w, __m512i sc,
   return _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
 }
 
+/* Six-bit weights: the low four bits from `nibbles`, bits 4-5 from `top`. */
+static inline __m512i q6_k_merge(__m512i nibbles, __m512i top) {
+  return _mm512_ternarylogic_epi32(nibbles, _mm512_set1_epi8(0x0F),
+                                   _mm512_and_si512(top, _mm512_set1_epi8(0x30)), 0xEA);
+}
+
 /* Tokens from which a Q6_K tile decodes its quarters in two passes (q6_k_quarter_halves). */
 #define Q6_K_HALVES_MIN 4
 
@@ -199,7 +205,6 @@ static inline __attribute__((always_inline)) void q6_k_quarter(const nk_mm *mm,
                                                                int quarter, int64_t t0,
                                                                const int nt, int prefetch,
                                                                __m512i *isum) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   const int n = quarter / 2, h = quarter % 2;
   const uint8_t *qs = blk + NK_R16_Q6_K_QS + 768 * quarter;
   __m512i w[4][4];
@@ -211,14 +216,10 @@ static inline __attribute__((always_inline)) void q6_k_quarter(const nk_mm *mm,
     }
     const __m512i a = _mm512_loadu_si512(qs + 64 * u), b = _mm512_loadu_si512(qs + 256 + 64 * u);
     const __m512i hi = _mm512_loadu_si512(qs + 512 + 64 * u);
-    w[0][u] = _mm512_ternarylogic_epi32(
-        a, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 4), bits45), 0xEA);
-    w[1][u] = _mm512_ternarylogic_epi32(
-        b, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 2), bits45), 0xEA);
-    w[2][u] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(a, 4), low4,
-                                        _mm512_and_si512(hi, bits45), 0xEA);
-    w[3][u] = _mm512_ternarylogic_epi32(
-        _mm512_srli_epi16(b, 4), low4, _mm512_and_si512(_mm512_srli_epi16(hi, 2), bits45), 0xEA);
+    w[0][u] = q6_k_merge(a, _mm512_slli_epi16(hi, 4));
+    w[1][u] = q6_k_merge(b, _mm512_slli_epi16(hi, 2));
+    w[2][u] = q6_k_merge(_mm512_srli_epi16(a, 4), hi);
+    w[3][u] = q6_k_merge(_mm512_srli_epi16(b, 4), _mm512_srli_epi16(hi, 2));
   }
   __m512i sc[4];
 #pragma GCC unroll 4
@@ -240,7 +241,6 @@ static inline __attribute__((always_inline)) void q6_k_quarter(const nk_mm *mm,
 static inline __attribute__((always_inline)) void q6_k_quarter_halves(
     const nk_mm *mm, const uint8_t *blk, int64_t i, int quarter, int64_t t0, const int nt,
     int prefetch, __m512i *isum) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   const int n = quarter / 2, h = quarter % 2;
   const uint8_t *qs = blk + NK_R16_Q6_K_QS + 768 * quarter;
   for (int f = 0; f < 2; f++) {
@@ -253,11 +253,8 @@ static inline __attribute__((always_inline)) void q6_k_quarter_halves(
       }
       const __m512i run = _mm512_loadu_si512(qs + 256 * f + 64 * u);
       const __m512i hi = _mm512_loadu_si512(qs + 512 + 64 * u);
-      w[0][u] = _mm512_ternarylogic_epi32(
-          run, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 4 - 2 * f), bits45), 0xEA);
-      w[1][u] = _mm512_ternarylogic_epi32(
-          _mm512_srli_epi16(run, 4), low4,
-          _mm512_and_si512(f == 0 ? hi : _mm512_srli_epi16(hi, 2), bits45), 0xEA);
+      w[0][u] = q6_k_merge(run, _mm512_slli_epi16(hi, 4 - 2 * f));
+      w[1][u] = q6_k_merge(_mm512_srli_epi16(run, 4), f == 0 ? hi : _mm512_srli_epi16(hi, 2));
     }
     const __m512i sc0 = q6_k_scales16(blk, 8 * n + 2 * f + h),
                   sc1 = q6_k_scales16(blk, 8 * n + 2 * (f + 2) + h);
