@@ -1,6 +1,6 @@
 /**
- * Checker for the mixture-of-experts kernels (kernels/cpu/moe.c) at every dispatch level
- * and thread count:
+ * Checker for the mixture-of-experts kernels (kernels/cpu/moe_route.c, moe.c) at every
+ * dispatch level and thread count:
  *
  * - nk_moe_route against the TypeScript routing (reference/expert_routing.ts): the same
  *   experts in the same order, ties included, and the same weights to an ulp or two (expf

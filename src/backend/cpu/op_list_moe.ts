@@ -1,6 +1,6 @@
 /**
- * The mixture-of-experts ops of the op list (kernels/cpu/moe.c): routing, the experts'
- * products grouped by expert, and their weighted sum. Expert indices travel as f32 in
+ * The mixture-of-experts ops of the op list (kernels/cpu/moe_route.c, moe.c): routing, the
+ * experts' products grouped by expert, and their weighted sum. Expert indices travel as f32 in
  * native buffers from the routing op to the others, so a recorded step replays with
  * whatever experts its tokens choose.
  */
@@ -13,7 +13,7 @@ import { OpRecord } from "./op_record.ts";
 /** Op codes of oplist.c. */
 const OP_MOE_ROUTE = 14, OP_MATMUL_EXPERTS = 15, OP_MOE_COMBINE = 16;
 
-/** Experts one layer may have (llama.cpp's LLAMA_MAX_EXPERTS, moe.c's MAX_EXPERTS). */
+/** Experts one layer may have (llama.cpp's LLAMA_MAX_EXPERTS, the kernels' NK_MAX_EXPERTS). */
 export const MAX_EXPERTS = 512;
 
 /** Expert stacks one matmulExperts call takes. */
