@@ -8,7 +8,7 @@
 #   tests/gpu/prepare.sh [FIXTURE...]   (default: qwen3-tiny-q8_0)
 #
 # A device call carries at most 64 MiB: Deno is ~40 MiB as gzip, the sm_90 kernels (H100,
-# H200) ~3 MiB, the npm subset ~2 MiB and qwen3-tiny-q8_0 ~11 MiB. FLAVOURS="sm_89 sm_90
+# H200) and the CPU library ~3 MiB, the npm subset ~2 MiB and qwen3-tiny-q8_0 ~11 MiB. FLAVOURS="sm_89 sm_90
 # sm_120" carries every flavour (~9 MiB); more fixtures go in follow-up calls, each
 # prepared into its own folder:
 #
@@ -35,6 +35,7 @@ if [ $only = 1 ]; then
 else
   out=kernels/build/gpu
   NO_COLOR=1 $DENO task kernels:cuda
+  NO_COLOR=1 $DENO task kernels:cpu
   mkdir -p "$out"
   bin=$(NO_COLOR=1 $DENO eval 'console.log(Deno.execPath())')
   if [ ! -f "$out/deno.gz" ] || [ "$bin" -nt "$out/deno.gz" ]; then
@@ -47,8 +48,10 @@ else
   # engine's chat code). A missing one shows in the dry run (tests/gpu/dry_run.sh).
   tar -C "$denodir" -czf "$out/deno_dir.tar.gz" \
     npm/registry.npmjs.org/zod npm/registry.npmjs.org/@huggingface
+  # The CPU library goes too: the tensor-parallel path's watchdog lives in it. It picks its
+  # instruction set at run time, so this machine's build runs on the GPU host's processor.
   # shellcheck disable=SC2086
-  tar -C kernels/build -czf "$out/kernels.tar.gz" $FLAVOURS
+  tar -C kernels/build -czf "$out/kernels.tar.gz" $FLAVOURS libneuron_cpu.so
 fi
 
 mkdir -p "$out/fixtures/golden"

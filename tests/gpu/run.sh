@@ -40,60 +40,10 @@ limit() {
   if command -v timeout >/dev/null 2>&1; then timeout -k 10 "$s" "$@"; else "$@"; fi
 }
 
-# 1. Deno.
-gunzip_to() {
-  if command -v gzip >/dev/null 2>&1; then gzip -dc "$1" > "$2"
-  elif command -v zcat >/dev/null 2>&1; then zcat "$1" > "$2"
-  elif command -v busybox >/dev/null 2>&1; then busybox gunzip -c "$1" > "$2"
-  else return 1; fi
-}
-if [ "${DRY:-0}" != 1 ] && command -v deno >/dev/null 2>&1; then
-  DENO=$(command -v deno)
-elif [ -x "$W/deno" ]; then
-  DENO=$W/deno
-elif [ -f "$B/deno.gz" ] && gunzip_to "$B/deno.gz" "$W/deno.tmp"; then
-  chmod +x "$W/deno.tmp" && mv "$W/deno.tmp" "$W/deno" && DENO=$W/deno
-elif [ -f "$B/deno.xz" ] && command -v xz >/dev/null 2>&1 && xz -dc "$B/deno.xz" > "$W/deno.tmp"; then
-  chmod +x "$W/deno.tmp" && mv "$W/deno.tmp" "$W/deno" && DENO=$W/deno
-else
-  say "no deno: none on PATH, and no $B/deno.gz (with gzip, zcat or busybox) or $B/deno.xz (with xz)"
-  say "run tests/gpu/prepare.sh before carrying $B"; exit 2
-fi
-unpack() { "$DENO" run -A --no-lock tests/gpu/unpack.ts "$@" >> "$out/unpack.log" 2>&1; }
-CACHED=
-if [ -f "$B/deno_dir.tar.gz" ]; then
-  export DENO_DIR=$PWD/$W/deno_dir
-  [ -d "$DENO_DIR/npm" ] || { mkdir -p "$DENO_DIR" && unpack "$B/deno_dir.tar.gz" "$DENO_DIR"; }
-  CACHED="--cached-only --no-lock"
-fi
-say "deno $("$DENO" --version | head -1 | cut -d' ' -f2) ($DENO) after $(elapsed) s"
+# 1. Deno, npm packages, fixtures, kernels.
+# shellcheck source=tests/gpu/setup.sh
+source tests/gpu/setup.sh
 
-fx=$PWD/$W/fixtures
-mkdir -p "$fx/golden"
-for dir in "$B/fixtures" kernels/build/gpu-extra/fixtures; do
-  [ -d "$dir" ] || continue
-  cp "$dir"/golden/* "$fx/golden/" 2>/dev/null
-  for f in "$dir"/*.gguf.gz; do
-    [ -f "$f" ] || continue
-    t=$fx/$(basename "$f" .gz)
-    [ -f "$t" ] || unpack "$f" "$t"
-  done
-done
-if ls "$fx"/*.gguf >/dev/null 2>&1; then export NEURON_FIXTURES=$fx; fi
-say "fixtures: $(ls "${NEURON_FIXTURES:-../shared/fixtures}" 2>/dev/null | grep -c gguf) in ${NEURON_FIXTURES:-../shared/fixtures}"
-
-if [ -f "$B/kernels.tar.gz" ] && [ ! -f "kernels/build/sm_90/manifest.json" ]; then
-  unpack "$B/kernels.tar.gz" kernels/build
-fi
-# The host's nvcc builds the kernels only where none were carried: a rebuild of the carried
-# flavours costs device time and checks nothing the carried build did not.
-if [ "${DRY:-0}" != 1 ] && [ ! -f "$B/kernels.tar.gz" ] && command -v nvcc >/dev/null 2>&1; then
-  "$DENO" run -A $CACHED kernels/build_cuda.ts 2>&1 | tail -2 | tee -a "$out/summary.txt"
-else
-  say "kernels: $(ls -d kernels/build/sm_* 2>/dev/null | tr '\n' ' ')(carried)"
-fi
-
-export XDG_CACHE_HOME=$PWD/$W/cache
 BENCH_ARGS=()
 if [ "${DRY:-0}" = 1 ]; then
   QUICK=1
