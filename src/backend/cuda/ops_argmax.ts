@@ -9,22 +9,33 @@ import type { CudaContext } from "./context.ts";
 import { invalidArgument } from "./errors.ts";
 import type { CudaActivation } from "./resources.ts";
 
-/** Launches the argmax of each row of `x`; returns the device address of the picks. */
+/** Columns per part of a row below which fewer parts are launched, and the most parts. */
+const ARGMAX_SPAN_MIN = 1024;
+const ARGMAX_PARTS_MAX = 64;
+
+/**
+ * Launches the argmax of each row of `x` (argmax_part over parts of every row in parallel,
+ * then argmax_final); returns the device address of the picks.
+ */
 export function recordArgmax(
   ctx: CudaContext,
   x: CudaActivation,
   masks: readonly (Uint32Array | null)[] | undefined,
 ): number {
+  const parts = Math.max(1, Math.min(ARGMAX_PARTS_MAX, Math.ceil(x.cols / ARGMAX_SPAN_MIN)));
+  const span = Math.ceil(x.cols / parts);
   // Before the arena is reserved: growing a scratch buffer flushes what was recorded.
   const ids = ctx.scratch("argmax", 4 * x.rows);
-  if (masks === undefined || masks.every((m) => m === null)) {
-    ctx.runner.tape.launch(ctx.k("argmax_rows"), x.rows, 1, 1, 256)
-      .p(ids).p(x.ptr).i(x.rows).i(x.cols).end();
-    return ids;
-  }
-  const table = putMasks(ctx, masks, x.rows, x.cols);
-  ctx.runner.tape.launch(ctx.k("argmax_rows_masked"), x.rows, 1, 1, 256)
-    .p(ids).p(x.ptr).p(table).i(x.rows).i(x.cols).end();
+  const pv = ctx.scratch("argmax_part_values", 4 * x.rows * parts);
+  const pi = ctx.scratch("argmax_part_columns", 4 * x.rows * parts);
+  const table = masks === undefined || masks.every((m) => m === null)
+    ? 0
+    : putMasks(ctx, masks, x.rows, x.cols);
+  const tape = ctx.runner.tape;
+  tape.launch(ctx.k("argmax_part"), parts, x.rows, 1, 256)
+    .p(pv).p(pi).p(x.ptr).opt(table).i(x.rows).i(x.cols).i(span).end();
+  tape.launch(ctx.k("argmax_final"), x.rows, 1, 1, ARGMAX_PARTS_MAX)
+    .p(ids).p(pv).p(pi).opt(table).i(x.rows).i(x.cols).i(parts).end();
   return ids;
 }
 

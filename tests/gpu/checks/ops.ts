@@ -120,11 +120,15 @@ function hasArgmax(b: Backend): b is Backend & Argmaxer {
 /** Device argmax equals the host's (first index on ties) on rows with planted ties. */
 export function checkArgmax(pair: Pair): void {
   if (!hasArgmax(pair.dev)) return;
-  const [rows, cols] = [4, 151936];
+  const [rows, cols] = [5, 151936];
   const data = randomF32(pair.rng, rows * cols);
   data[cols + 777] = 9;
   data[cols + 150000] = 9;
   data[2 * cols + cols - 1] = 12;
+  // A row of -inf with NaNs in every part of the row the device splits it into: NaN never
+  // wins, so the first -inf does.
+  data.fill(-Infinity, 4 * cols, 5 * cols);
+  for (let c = 3; c < cols; c += 1000) data[4 * cols + c] = NaN;
   const a = pair.upload(data, rows, cols);
   const want = Array.from(
     { length: rows },
@@ -132,6 +136,7 @@ export function checkArgmax(pair: Pair): void {
   );
   assertEquals(Array.from(pair.dev.argmaxRows(a.dev)), want, "argmaxRows");
   assertEquals(want[1], 777, "the planted tie resolves to the first index");
+  assertEquals(want[4], 0, "NaN never wins");
 }
 
 /**
