@@ -183,6 +183,8 @@ ATTN_SPLIT(attn_split_q4_0, KvQ4_0)
 #define PF_ROWS 16
 #define PF_TILE 32
 #define PF_MAX_DIM 128
+/* 8-value loads of K (and of V) per thread per tile. */
+#define PF_VECS (PF_TILE * PF_MAX_DIM / 8 / 128)
 
 template <typename KV>
 __device__ __forceinline__ void attn_prefill(float *out, const float *q, const uint8_t *kc,
@@ -193,6 +195,7 @@ __device__ __forceinline__ void attn_prefill(float *out, const float *q, const u
   __shared__ float qs[PF_ROWS][PF_MAX_DIM];
   __shared__ float ks[PF_TILE][PF_MAX_DIM + 1];
   __shared__ float vs[PF_TILE][PF_MAX_DIM];
+  __shared__ size_t slots[PF_TILE];
   const int h = blockIdx.x;
   const int r0 = blockIdx.y * PF_ROWS;
   const int kvh = h / (heads / kv_heads);
@@ -222,18 +225,34 @@ __device__ __forceinline__ void attn_prefill(float *out, const float *q, const u
 #pragma unroll
     for (int j = 0; j < 4; j++) acc[k][j] = 0.0f;
   }
+  const int vecs = head_dim >> 3;
   for (int t0 = start; t0 <= last; t0 += PF_TILE) {
     __syncthreads();
-    for (int e = threadIdx.x; e < PF_TILE * head_dim; e += blockDim.x) {
-      const int j = e / head_dim, d = e % head_dim;
-      float kv = 0.0f, vv = 0.0f;
-      if (t0 + j <= last) {
-        const size_t slot = kv_slot(table, t0 + j, block_size);
-        kv = KV::load(kv_row<KV>(kc, slot, kv_heads, kvh, head_dim), d);
-        vv = KV::load(kv_row<KV>(vc, slot, kv_heads, kvh, head_dim), d);
+    if (threadIdx.x < PF_TILE && t0 + (int)threadIdx.x <= last) {
+      slots[threadIdx.x] = kv_slot(table, t0 + threadIdx.x, block_size);
+    }
+    __syncthreads();
+    // Every K and V load of the tile is issued before the first is stored: staged one value
+    // at a time, each waiting on the last, the tile took most of a 512-token prefill's
+    // attention time on an H200.
+    float kb[PF_VECS][8], vb[PF_VECS][8];
+#pragma unroll
+    for (int i = 0; i < PF_VECS; i++) {
+      const int e = threadIdx.x + i * 128, j = e / vecs, c = (e % vecs) << 3;
+      if (e < PF_TILE * vecs && t0 + j <= last) {
+        KV::load8(kv_row<KV>(kc, slots[j], kv_heads, kvh, head_dim), c, kb[i]);
+        KV::load8(kv_row<KV>(vc, slots[j], kv_heads, kvh, head_dim), c, vb[i]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 8; k++) kb[i][k] = 0.0f, vb[i][k] = 0.0f;
       }
-      ks[j][d] = kv;
-      vs[j][d] = vv;
+    }
+#pragma unroll
+    for (int i = 0; i < PF_VECS; i++) {
+      const int e = threadIdx.x + i * 128, j = e / vecs, c = (e % vecs) << 3;
+      if (e >= PF_TILE * vecs) break;
+#pragma unroll
+      for (int k = 0; k < 8; k++) ks[j][c + k] = kb[i][k], vs[j][c + k] = vb[i][k];
     }
     __syncthreads();
 #pragma unroll
@@ -287,33 +306,47 @@ ATTN_PREFILL(attn_prefill_q4_0, KvQ4_0)
 /*
  * Merges the splits of each (row, head) into out; with Q8 also writes out's q8_1 form for
  * the next product (kp columns per row; a row of no sequence keeps its values and is
- * quantized as it is). grid (heads, rows), 128 threads; head_dim a multiple of 32.
+ * quantized as it is). grid (heads, rows), 128 threads; head_dim a multiple of 32, splits
+ * at most COMBINE_SPLITS. Thread s reads split s's max and normaliser, so each split's
+ * weight exp(m_s - max) is computed once and the loads of all splits are in flight at once
+ * (a loop over the splits in every thread waited on each in turn).
  */
+#define COMBINE_SPLITS 128
+
 template <bool Q8>
 __device__ __forceinline__ void combine(float *out, int8_t *xq, float2 *xd, const float *acc,
                                         const float *ml, const int *row_seq, int heads,
                                         int head_dim, int splits, int kp) {
+  __shared__ float weight[COMBINE_SPLITS];
+  __shared__ float red[COMBINE_SPLITS / 32];
   const int h = blockIdx.x, t = blockIdx.y;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
   const bool live = row_seq[t] >= 0;
   if (!Q8 && !live) return;
   const size_t base = ((size_t)t * heads + h) * splits;
+  const float m = tid < splits ? ml[2 * (base + tid)] : NEG_INF;
+  const float lv = tid < splits ? ml[2 * (base + tid) + 1] : 0.0f;
+  const float wm = warp_max(m);
+  if (lane == 0) red[warp] = wm;
+  __syncthreads();
   float mm = NEG_INF;
-  for (int s = 0; s < splits; s++) mm = fmaxf(mm, ml[2 * (base + s)]);
+  for (int w = 0; w < nw; w++) mm = fmaxf(mm, red[w]);
+  const float e = m == NEG_INF ? 0.0f : expf(m - mm);
+  if (tid < splits) weight[tid] = e;
+  const float wl = warp_sum(lv * e);
+  __syncthreads();
+  if (lane == 0) red[warp] = wl;
+  __syncthreads();
   float ll = 0.0f;
-  for (int s = 0; s < splits; s++) {
-    const float m = ml[2 * (base + s)];
-    if (m != NEG_INF) ll += ml[2 * (base + s) + 1] * expf(m - mm);
-  }
+  for (int w = 0; w < nw; w++) ll += red[w];
   const float inv = 1.0f / ll;
   float *row = out + (size_t)t * heads * head_dim;
-  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+  for (int d = tid; d < head_dim; d += blockDim.x) {
     float v;
     if (live) {
       float sum = 0.0f;
-      for (int s = 0; s < splits; s++) {
-        const float m = ml[2 * (base + s)];
-        if (m != NEG_INF) sum += acc[(base + s) * head_dim + d] * expf(m - mm);
-      }
+#pragma unroll 8
+      for (int s = 0; s < splits; s++) sum += acc[(base + s) * head_dim + d] * weight[s];
       v = sum * inv;
       row[h * head_dim + d] = v;
     } else {

@@ -53,9 +53,11 @@ Deno.test("attention splits depend on shapes only and fill the GPU", () => {
   // One decode row, 16 head blocks on 132 SMs: 17 splits unless the cache is short.
   assertEquals(attentionSplits(1, 16, 65536, 132), 17);
   // Qwen3-8B on an H200: 8 KV heads (each block serving its 4 query heads), 4k and 16k.
-  assertEquals(attentionSplits(1, 8, 4096, 132), 32);
+  assertEquals(attentionSplits(1, 8, 4096, 132), 33);
   assertEquals(attentionSplits(1, 8, 16384, 132), 33);
-  assertEquals(attentionSplits(1, 16, 256, 132), 2);
+  // A short cache: one 32-position tile per split at the least.
+  assertEquals(attentionSplits(1, 16, 256, 132), 8);
+  assertEquals(attentionSplits(1, 8, 512, 132), 16);
   assertEquals(attentionSplits(1, 1, 1 << 20, 132), 64);
   assertEquals(attentionSplits(512, 32, 4096, 132), 1);
   assertEquals([1, 16, 17, 100, 2560].map(tableStride), [16, 16, 32, 128, 4096]);
