@@ -17,6 +17,7 @@
 
 #define MOE_MAX_EXPERTS 512
 #define MOE_THREADS 128
+#define MOE_GROUP_THREADS 512
 #define WEIGHT_SUM_FLOOR 6.103515625e-5f
 
 /* Sum over a block of MOE_THREADS, in double; every thread gets the total. */
@@ -91,27 +92,47 @@ extern "C" __global__ void __launch_bounds__(MOE_THREADS)
 EXPORT_KERNEL(moe_route)
 
 /*
- * Grid (1), one thread. order[i]: the slots by chosen expert (stable); group g < groups
- * has expert gexp[g] (-1: no group) and slots [gstart[g], gstart[g + 1]) of order.
+ * Grid (1), MOE_GROUP_THREADS threads. order[i]: the slots by chosen expert (stable); group
+ * g < groups has expert gexp[g] (-1: no group) and slots [gstart[g], gstart[g + 1]) of
+ * order. The slots are counted by shared atomics, thread 0 turns the counts into starts and
+ * groups (a walk over the experts alone), then each warp places the slots of its experts,
+ * 32 slots at a time, a ballot giving each its rank among them. One thread walking every
+ * slot twice took 362 us for a 512-token prefill's 4096 slots on an H200.
  */
-extern "C" __global__ void moe_group(int *order, int *gexp, int *gstart, const float *ids,
-                                     int slots, int n_experts, int groups) {
+extern "C" __global__ void __launch_bounds__(MOE_GROUP_THREADS)
+    moe_group(int *order, int *gexp, int *gstart, const float *ids, int slots, int n_experts,
+              int groups) {
   __shared__ int start[MOE_MAX_EXPERTS + 1];
-  if (threadIdx.x != 0) return;
-  for (int e = 0; e <= n_experts; e++) start[e] = 0;
-  for (int s = 0; s < slots; s++) start[(int)ids[s] + 1]++;
-  int g = 0;
-  for (int e = 0; e < n_experts; e++) {
-    if (start[e + 1] > 0 && g < groups) {
-      gexp[g] = e;
-      gstart[g] = start[e];
-      g++;
+  const int tid = threadIdx.x, lane = tid & 31, nw = blockDim.x >> 5;
+  for (int e = tid; e <= n_experts; e += blockDim.x) start[e] = 0;
+  __syncthreads();
+  for (int s = tid; s < slots; s += blockDim.x) atomicAdd(&start[(int)ids[s] + 1], 1);
+  __syncthreads();
+  if (tid == 0) {
+    int g = 0;
+    for (int e = 0; e < n_experts; e++) {
+      if (start[e + 1] > 0 && g < groups) {
+        gexp[g] = e;
+        gstart[g] = start[e];
+        g++;
+      }
+      start[e + 1] += start[e];
     }
-    start[e + 1] += start[e];
+    for (; g < groups; g++) gexp[g] = -1, gstart[g] = slots;
+    gstart[groups] = slots;
   }
-  for (; g < groups; g++) gexp[g] = -1, gstart[g] = slots;
-  gstart[groups] = slots;
-  for (int s = 0; s < slots; s++) order[start[(int)ids[s]]++] = s;
+  __syncthreads();
+  for (int e = tid >> 5; e < n_experts; e += nw) {
+    int at = start[e];
+    if (start[e + 1] == at) continue;
+    for (int s0 = 0; s0 < slots; s0 += 32) {
+      const int s = s0 + lane;
+      const bool mine = s < slots && (int)ids[s] == e;
+      const unsigned m = __ballot_sync(0xffffffffu, mine);
+      if (mine) order[at + __popc(m & ((1u << lane) - 1u))] = s;
+      at += __popc(m);
+    }
+  }
 }
 EXPORT_KERNEL(moe_group)
 

@@ -18,6 +18,8 @@ import type { CudaActivation } from "./resources.ts";
 
 /** llama.cpp's LLAMA_MAX_EXPERTS (moe.cu's MOE_MAX_EXPERTS). */
 const MAX_EXPERTS = 512;
+/** Threads of moe_group (MOE_GROUP_THREADS of moe.cu). */
+const MOE_GROUP_THREADS = 512;
 const THREADS = 128;
 
 export class CudaExperts implements ExpertWeight {
@@ -127,7 +129,7 @@ export function recordMatmulExperts(
   const gexp = ctx.scratch("moe_gexp", 4 * groups);
   const gstart = ctx.scratch("moe_gstart", 4 * (groups + 1));
   const tape = ctx.runner.tape;
-  tape.launch(ctx.k("moe_group"), 1, 1, 1, 1)
+  tape.launch(ctx.k("moe_group"), 1, 1, 1, MOE_GROUP_THREADS)
     .p(order).p(gexp).p(gstart).p(ids.ptr).i(slots).i(experts).i(groups).end();
   const perSlot = x.rows === slots ? 1 : 0;
   const nt = tokens === 1 ? 1 : 8;

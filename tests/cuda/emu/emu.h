@@ -77,6 +77,22 @@ inline T __shfl_sync(unsigned mask, T v, int src_lane) {
   return r;
 }
 
+/* Each lane's predicate as bit `lane`: a butterfly of OR-exchanges, five fiber switches. */
+inline unsigned __ballot_sync(unsigned mask, bool pred) {
+  uint64_t v = pred ? 1ull << (emu_thread_idx.x & 31) : 0;
+  for (int o = 16; o > 0; o >>= 1) v |= emu_warp_exchange(mask, v, o, true);
+  return (unsigned)v;
+}
+
+inline int __popc(unsigned v) { return __builtin_popcount(v); }
+
+/* Fibers of a block run on one OS thread and switch only at collectives: a plain add. */
+inline int atomicAdd(int *p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+
 inline int __dp4a(int a, int b, int c) {
   for (int i = 0; i < 4; i++) {
     c += (int)(int8_t)(a >> (8 * i)) * (int)(int8_t)(b >> (8 * i));
