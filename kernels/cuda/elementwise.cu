@@ -31,29 +31,24 @@ extern "C" __global__ void rms_norm_block(float *out, const float *x, const floa
   const float *xs = x + (size_t)g * dim;
   const int stride = blockDim.x;
   float s = 0.0f;
-  // Four strides' loads in flight at once (fused.cu's norm_row says why), summed in order.
-  for (int i0 = threadIdx.x; i0 < dim; i0 += 4 * stride) {
-    float v[4];
+  for (int i0 = threadIdx.x; i0 < dim; i0 += STRIDES_AT_ONCE * stride) {
+    float v[STRIDES_AT_ONCE];
+    load_strides(xs, i0, stride, dim, v);
 #pragma unroll
-    for (int u = 0; u < 4; u++) v[u] = i0 + u * stride < dim ? xs[i0 + u * stride] : 0.0f;
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < STRIDES_AT_ONCE; u++) {
       if (i0 + u * stride < dim) s += v[u] * v[u];
     }
   }
   s = block_sum(s, scratch);
   const float inv = rsqrtf(s / (float)dim + eps);
   float *os = out + (size_t)g * dim;
-  for (int i0 = threadIdx.x; i0 < dim; i0 += 4 * stride) {
-    float v[4];
+  for (int i0 = threadIdx.x; i0 < dim; i0 += STRIDES_AT_ONCE * stride) {
+    float v[STRIDES_AT_ONCE], wv[STRIDES_AT_ONCE];
+    load_strides(xs, i0, stride, dim, v);
+    load_strides(w, i0, stride, dim, wv);
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const int i = i0 + u * stride;
-      v[u] = i < dim ? xs[i] * inv * w[i] : 0.0f;
-    }
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      if (i0 + u * stride < dim) os[i0 + u * stride] = v[u];
+    for (int u = 0; u < STRIDES_AT_ONCE; u++) {
+      if (i0 + u * stride < dim) os[i0 + u * stride] = v[u] * inv * wv[u];
     }
   }
 }
@@ -173,14 +168,11 @@ extern "C" __global__ void f32_to_f16_rows(uint16_t *out, float *scale, const fl
   const float *row = x + (size_t)r * cols;
   const int stride = blockDim.x;
   float amax = 0.0f;
-  // Four strides' loads in flight at once: a decode step's few rows are few blocks, and a
-  // loop waiting on each stride in turn took 13 us for a 12288-wide row on an H200.
-  for (int c0 = threadIdx.x; c0 < cols; c0 += 4 * stride) {
-    float v[4];
+  for (int c0 = threadIdx.x; c0 < cols; c0 += STRIDES_AT_ONCE * stride) {
+    float v[STRIDES_AT_ONCE];
+    load_strides(row, c0, stride, cols, v);
 #pragma unroll
-    for (int u = 0; u < 4; u++) v[u] = c0 + u * stride < cols ? fabsf(row[c0 + u * stride]) : 0.0f;
-#pragma unroll
-    for (int u = 0; u < 4; u++) amax = fmaxf(amax, v[u]);
+    for (int u = 0; u < STRIDES_AT_ONCE; u++) amax = fmaxf(amax, fabsf(v[u]));
   }
   amax = warp_max(amax);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -192,12 +184,11 @@ extern "C" __global__ void f32_to_f16_rows(uint16_t *out, float *scale, const fl
   if (amax >= 32768.0f && amax <= 3.0e38f) frexpf(amax, &e);
   const int k = e > 15 ? e - 15 : 0;
   const float inv = ldexpf(1.0f, -k);
-  for (int c0 = threadIdx.x; c0 < cols; c0 += 4 * stride) {
-    float v[4];
+  for (int c0 = threadIdx.x; c0 < cols; c0 += STRIDES_AT_ONCE * stride) {
+    float v[STRIDES_AT_ONCE];
+    load_strides(row, c0, stride, cols, v);
 #pragma unroll
-    for (int u = 0; u < 4; u++) v[u] = c0 + u * stride < cols ? row[c0 + u * stride] : 0.0f;
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < STRIDES_AT_ONCE; u++) {
       if (c0 + u * stride < cols) out[(size_t)r * cols + c0 + u * stride] = f32_to_f16(v[u] * inv);
     }
   }

@@ -19,13 +19,10 @@
  * (kp columns, zero past dim). A warp's 32 lanes cover 32 consecutive columns in each
  * stride of 256, which is one q8_1 block.
  *
- * Each pass takes NORM_UNROLL strides at once, every load issued before any use: a decode
- * step's single row is one block, and a loop that waited on each stride's loads in turn
- * spent 20 us on a 4096-wide row (16 strides, three passes) on an H200. The values, their
- * order of summation and the thread owning each are those of the one-stride loop.
+ * Each pass takes STRIDES_AT_ONCE strides (common.cuh), every load issued before any use;
+ * the values, their order of summation and the thread owning each are those of a
+ * one-stride loop.
  */
-#define NORM_UNROLL 4
-
 template <bool ADD, bool Q8>
 __device__ __forceinline__ void norm_row(float *sum, float *out, int8_t *xq, float2 *xd,
                                          const float *a, const float *b, const float *w,
@@ -38,15 +35,16 @@ __device__ __forceinline__ void norm_row(float *sum, float *out, int8_t *xq, flo
   const float *bs = ADD ? b + (size_t)r * dim : nullptr;
   const int stride = blockDim.x;
   float s = 0.0f;
-  for (int i0 = threadIdx.x; i0 < dim; i0 += NORM_UNROLL * stride) {
-    float v[NORM_UNROLL];
+  for (int i0 = threadIdx.x; i0 < dim; i0 += STRIDES_AT_ONCE * stride) {
+    float v[STRIDES_AT_ONCE], bv[STRIDES_AT_ONCE];
+    load_strides(xs, i0, stride, dim, v);
+    if (ADD) {
+      load_strides(bs, i0, stride, dim, bv);
 #pragma unroll
-    for (int u = 0; u < NORM_UNROLL; u++) {
-      const int i = i0 + u * stride;
-      v[u] = i < dim ? (ADD ? xs[i] + bs[i] : xs[i]) : 0.0f;
+      for (int u = 0; u < STRIDES_AT_ONCE; u++) v[u] = v[u] + bv[u];
     }
 #pragma unroll
-    for (int u = 0; u < NORM_UNROLL; u++) {
+    for (int u = 0; u < STRIDES_AT_ONCE; u++) {
       const int i = i0 + u * stride;
       if (i < dim) {
         if (ADD) hs[i] = v[u];
@@ -60,15 +58,14 @@ __device__ __forceinline__ void norm_row(float *sum, float *out, int8_t *xq, flo
   float *os = out + (size_t)r * dim;
   const int end = Q8 ? kp : dim;
   const int lane = threadIdx.x & 31;
-  for (int i0 = threadIdx.x; i0 < end; i0 += NORM_UNROLL * stride) {
-    float v[NORM_UNROLL];
+  for (int i0 = threadIdx.x; i0 < end; i0 += STRIDES_AT_ONCE * stride) {
+    float v[STRIDES_AT_ONCE], wv[STRIDES_AT_ONCE];
+    load_strides(src, i0, stride, dim, v);
+    load_strides(w, i0, stride, dim, wv);
 #pragma unroll
-    for (int u = 0; u < NORM_UNROLL; u++) {
-      const int i = i0 + u * stride;
-      v[u] = i < dim ? src[i] * inv * w[i] : 0.0f;
-    }
+    for (int u = 0; u < STRIDES_AT_ONCE; u++) v[u] = i0 + u * stride < dim ? v[u] * inv * wv[u] : 0.0f;
 #pragma unroll
-    for (int u = 0; u < NORM_UNROLL; u++) {
+    for (int u = 0; u < STRIDES_AT_ONCE; u++) {
       const int i = i0 + u * stride;
       if (i < dim) os[i] = v[u];
       // A stride is whole warps, so every lane of a warp agrees on `i < end`.

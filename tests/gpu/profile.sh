@@ -9,14 +9,6 @@
 #   NCU_LIMIT=240        seconds for the profiled pass
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-export NO_COLOR=1
-B=${GPU_BUNDLE:-kernels/build/gpu}
-W=${GPU_WORK:-kernels/build/gpu-run}
-out=${OUT:-$W/out}
-mkdir -p "$out" "$W"
-started=$(date +%s)
-say() { echo "== $*"; }
-elapsed() { echo $(( $(date +%s) - started )); }
 # shellcheck source=tests/gpu/setup.sh
 source tests/gpu/setup.sh
 models=${MODELS:-0.6b,8b,30b}

@@ -25,15 +25,6 @@
 #                second's (16384; empty: none), STREAMS=.. its stream counts (1,16)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-export NO_COLOR=1
-B=${GPU_BUNDLE:-kernels/build/gpu}
-W=${GPU_WORK:-kernels/build/gpu-run}
-out=${OUT:-$W/out}
-mkdir -p "$out" "$W"
-started=$(date +%s)
-: > "$out/summary.txt"
-say() { echo "== $*" | tee -a "$out/summary.txt"; }
-elapsed() { echo $(( $(date +%s) - started )); }
 # Runs "$@" for at most $1 seconds where coreutils' timeout exists (it nearly always does).
 limit() {
   local s=$1; shift

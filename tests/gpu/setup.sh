@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Sourced by tests/gpu/run.sh and tests/gpu/profile.sh, from the repository root, with B (the
-# bundle tests/gpu/prepare.sh made), W (the work folder), out, say and elapsed set: unpacks
-# Deno, its npm cache, the fixtures and the kernels (CUDA flavours and the CPU library, which
-# the tensor-parallel path needs for its watchdog), and sets DENO, CACHED, unpack,
-# NEURON_FIXTURES and XDG_CACHE_HOME.
+# Sourced by tests/gpu/run.sh and tests/gpu/profile.sh from the repository root: sets B (the
+# bundle tests/gpu/prepare.sh made, GPU_BUNDLE), W (the work folder, GPU_WORK), out (OUT, where
+# logs go; summary.txt there starts empty), say and elapsed; unpacks Deno, its npm cache, the
+# fixtures and the kernels (CUDA flavours and the CPU library, which the tensor-parallel path
+# needs for its watchdog); sets DENO, CACHED, unpack, NEURON_FIXTURES and XDG_CACHE_HOME.
+export NO_COLOR=1
+B=${GPU_BUNDLE:-kernels/build/gpu}
+W=${GPU_WORK:-kernels/build/gpu-run}
+out=${OUT:-$W/out}
+mkdir -p "$out" "$W"
+started=$(date +%s)
+: > "$out/summary.txt"
+say() { echo "== $*" | tee -a "$out/summary.txt"; }
+elapsed() { echo $(( $(date +%s) - started )); }
 gunzip_to() {
   if command -v gzip >/dev/null 2>&1; then gzip -dc "$1" > "$2"
   elif command -v zcat >/dev/null 2>&1; then zcat "$1" > "$2"
