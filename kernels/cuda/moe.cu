@@ -9,14 +9,14 @@
  * - moe_group: the (token, slot) rows grouped by the expert they chose, in slot order.
  * - mmvq_e_* / mmv_e_* / mmv_any_e: the experts' products, one grid row of blocks per
  *   chosen expert: its weights stream once for all the rows that chose it, NT rows at a
- *   time, with the units and reductions of matvec.cu.
+ *   time, with the units and reductions of matvec.cu (gate and up fused with their
+ *   silu_mul: moe_gate_up.cu).
  * - moe_combine: the weighted sum in slot order, every product rounded before its sum.
  */
 #include "moe_sort.cuh"
-#include "vecdot.cuh"
+#include "moe_slots.cuh"
 
 #define MOE_MAX_EXPERTS 512
-#define MOE_THREADS 128
 #define MOE_GROUP_THREADS 512
 #define WEIGHT_SUM_FLOOR 6.103515625e-5f
 
@@ -137,48 +137,6 @@ extern "C" __global__ void __launch_bounds__(MOE_GROUP_THREADS)
 EXPORT_KERNEL(moe_group)
 
 /* Reduces acc[t] over the `tpr` threads of each row group into y[out[t] * rows + row]. */
-template <int NT>
-__device__ __forceinline__ void reduce_slots(float acc[NT], float *y, const int out[NT], int row,
-                                             int rows, int n, int tpr) {
-  __shared__ float part[MOE_THREADS / 32][NT];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int t = 0; t < NT; t++) acc[t] = warp_sum(acc[t]);
-  const int wpr = tpr >> 5;
-  if (wpr > 1) {
-    __syncthreads();
-    if (lane == 0) {
-#pragma unroll
-      for (int t = 0; t < NT; t++) part[warp][t] = acc[t];
-    }
-    __syncthreads();
-    if (lane == 0 && warp % wpr == 0) {
-#pragma unroll
-      for (int t = 0; t < NT; t++) {
-        float s = 0.0f;
-        for (int w = 0; w < wpr; w++) s += part[warp + w][t];
-        acc[t] = s;
-      }
-    }
-  }
-  if (lane == 0 && warp % wpr == 0 && row < rows) {
-#pragma unroll
-    for (int t = 0; t < NT; t++)
-      if (t < n) y[(size_t)out[t] * rows + row] = acc[t];
-  }
-}
-
-/* The slots [s0, s0 + n) of group order: their output rows and the x rows they read. */
-template <int NT>
-__device__ __forceinline__ void slots_of(const int *order, int s0, int n, int per_slot, int k,
-                                         int out[NT], int xr[NT]) {
-#pragma unroll
-  for (int t = 0; t < NT; t++) {
-    out[t] = t < n ? order[s0 + t] : 0;
-    xr[t] = per_slot ? out[t] : out[t] / k;
-  }
-}
-
 /*
  * Grid (ceil(rows / (MOE_THREADS / tpr)), groups), MOE_THREADS threads: rows of group
  * blockIdx.y's expert for all its slots, NT at a time, on q8_1 activations.

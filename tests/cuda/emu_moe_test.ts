@@ -4,6 +4,7 @@
  * sum, and the sublayer chained with the expert ids kept on the device.
  */
 
+import { assertEquals } from "../support/assert.ts";
 import { emulator } from "./support.ts";
 import { Pair } from "../gpu/checks/pair.ts";
 import {
@@ -45,3 +46,22 @@ for (const type of EXPERT_TYPES) {
 test("emulated CUDA: combineExperts bit for bit", checkCombine);
 
 test("emulated CUDA: the MoE sublayer with device-side expert ids", checkMoeSublayer);
+
+Deno.test({
+  name: "emulated CUDA: gate and up experts fused with their silu_mul equal the three " +
+    "launches bitwise, two launches fewer",
+  ignore: emu === null,
+  fn() {
+    const runs = [false, true].map((fusion) => {
+      const be = emu!.backend({ fusion });
+      try {
+        const outs = checkMoeSublayer(new Pair(be, 7));
+        return { outs, launches: be.stats().launches };
+      } finally {
+        be.close();
+      }
+    });
+    runs[1].outs.forEach((o, i) => assertEquals(Array.from(o), Array.from(runs[0].outs[i])));
+    assertEquals(runs[0].launches - runs[1].launches, 2);
+  },
+});

@@ -4,7 +4,9 @@
  * every kernel family, the weighted sum, and the sublayer with device-side expert ids.
  */
 
-import { gpuTest } from "./support.ts";
+import { assertEquals } from "../support/assert.ts";
+import { createCudaBackend } from "../../src/backend/cuda/mod.ts";
+import { gpuOptions, gpuTest } from "./support.ts";
 import { Pair } from "./checks/pair.ts";
 import {
   checkCombine,
@@ -22,7 +24,14 @@ gpuTest("matmulExperts of every kernel family, grouped by expert on the device",
   for (const type of EXPERT_TYPES) checkMatmulExperts(new Pair(be, 7), type);
 });
 
-gpuTest("combineExperts bit for bit, and the MoE sublayer", (be) => {
+gpuTest("combineExperts bit for bit, and the MoE sublayer, fused and not", (be) => {
   checkCombine(new Pair(be, 7));
-  checkMoeSublayer(new Pair(be, 7));
+  const fused = checkMoeSublayer(new Pair(be, 7));
+  const plain = createCudaBackend(gpuOptions({ fusion: false }));
+  try {
+    const unfused = checkMoeSublayer(new Pair(plain, 7));
+    fused.forEach((o, i) => assertEquals(Array.from(o), Array.from(unfused[i])));
+  } finally {
+    plain.close();
+  }
 });

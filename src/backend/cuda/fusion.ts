@@ -10,6 +10,7 @@
  *   attention, matmul needing q8_1 -> attn_combine_q8
  *   per-head rmsNorm, rope         -> rms_norm_rope       (also across the other head norm)
  *   matmul gate, matmul up, siluMul -> mmvq_gu_*          (one pass over both weights)
+ *   the same for two expert stacks  -> mmvq_e_gu_*        (MoE gate and up)
  *
  * A fused kernel computes exactly what the sequence did and leaves every activation as the
  * sequence would have, so fusion never changes results. Notes only count while their
@@ -56,6 +57,13 @@ export type Note =
     tpr: number;
   }
   | Span & {
+    kind: "experts";
+    /** Two grouped expert products of the same q8_1 activations (mmvq_e_*), in turn. */
+    outs: [DeviceRows, DeviceRows];
+    weights: [number, number];
+    launch: ExpertLaunch;
+  }
+  | Span & {
     kind: "combine";
     out: DeviceRows;
     acc: number;
@@ -65,6 +73,25 @@ export type Note =
     headDim: number;
     splits: number;
   };
+
+/** What an mmvq_e_* launch takes besides its output and weight (ops_moe.ts). */
+export interface ExpertLaunch {
+  name: string;
+  nt: number;
+  grid: number;
+  groups: number;
+  stride: number;
+  rows: number;
+  cols: number;
+  rowBytes: number;
+  q: Quantized;
+  order: number;
+  gexp: number;
+  gstart: number;
+  perSlot: number;
+  k: number;
+  tpr: number;
+}
 
 /** Distributes Omit over the union (what `note` takes: a Note before its span is known). */
 export type NoteBody = Note extends infer N ? N extends Note ? Omit<N, "start" | "end"> : never
@@ -301,6 +328,7 @@ export function fuseGateUp(
   up: CudaActivation,
 ): boolean {
   const last = tail(ctx).at(-1);
+  if (last?.kind === "experts") return fuseExpertsGateUp(ctx, last, out, gate, up);
   if (last?.kind !== "mmvq" || last.parts.length !== 2) return false;
   const g = last.parts.find((p) => same(p.out, gate));
   const u = last.parts.find((p) => same(p.out, up));
@@ -318,5 +346,25 @@ export function fuseGateUp(
   )
     .p(out.ptr).p(gate.ptr).p(up.ptr).p(w.ptr).p(u.w.ptr).p(q.xq).p(q.xd)
     .i(w.rows).i(w.cols).i(w.rowBytes).i(q.kp).i(n).i(tpr).end();
+  return true;
+}
+
+function fuseExpertsGateUp(
+  ctx: CudaContext,
+  last: Extract<Note, { kind: "experts" }>,
+  out: CudaActivation,
+  gate: CudaActivation,
+  up: CudaActivation,
+): boolean {
+  const [g, u] = last.outs;
+  if (!same(g, gate) || !same(u, up) || out.rows !== gate.rows || out.cols !== gate.cols) {
+    return false;
+  }
+  cut(ctx, last.start);
+  const l = last.launch;
+  ctx.runner.tape.launch(ctx.k(`mmvq_e_gu_${l.name}_${l.nt}`), l.grid, l.groups, 1, 128)
+    .p(out.ptr).p(gate.ptr).p(up.ptr).p(last.weights[0]).p(last.weights[1]).i(l.stride)
+    .p(l.q.xq).p(l.q.xd).p(l.order).p(l.gexp).p(l.gstart)
+    .i(l.rows).i(l.cols).i(l.rowBytes).i(l.q.kp).i(l.perSlot).i(l.k).i(l.tpr).end();
   return true;
 }

@@ -73,6 +73,7 @@ function signatures(): Record<string, string> {
   }
   for (const nt of EXPERT_TOKENS) {
     for (const t of QUANT_TYPES) s[`mmvq_e_${t}_${nt}`] = "ppipppppiiiiiii";
+    for (const t of QUANT_TYPES) s[`mmvq_e_gu_${t}_${nt}`] = "pppppipppppiiiiiii";
     for (const t of FLOAT_TYPES) s[`mmv_e_${t}_${nt}`] = "ppippppiiiiii";
   }
   for (const nt of MATVEC_TOKENS) {

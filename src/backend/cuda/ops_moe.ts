@@ -12,8 +12,9 @@ import type { ExpertSource, ExpertWeight } from "../backend.ts";
 import type { CudaContext } from "./context.ts";
 import { invalidArgument } from "./errors.ts";
 import { upload } from "./loading.ts";
-import { matvecPlan, paddedCols, supportedType, threadsPerRow } from "./matmul_plan.ts";
+import { matvecPlan, supportedType, threadsPerRow } from "./matmul_plan.ts";
 import { quantized } from "./ops_matmul.ts";
+import { type ExpertLaunch, note } from "./fusion.ts";
 import type { CudaActivation } from "./resources.ts";
 
 /** llama.cpp's LLAMA_MAX_EXPERTS (moe.cu's MOE_MAX_EXPERTS). */
@@ -133,9 +134,15 @@ export function recordMatmulExperts(
     .p(order).p(gexp).p(gstart).p(ids.ptr).i(slots).i(experts).i(groups).end();
   const perSlot = x.rows === slots ? 1 : 0;
   const nt = tokens === 1 ? 1 : 8;
+  const plans = ws.map((w) => matvecPlan(w.type, w.cols));
+  const q = plans.some((p) => p.kind === "q8") ? quantized(ctx, x) : null;
+  // From here the products alone: two of them on q8_1 (gate and up) are noted for fusion
+  // with the silu_mul that follows (fusion.ts).
+  const start = tape.length;
+  const launches: ExpertLaunch[] = [];
   ws.forEach((w, m) => {
     const y = outs[m].ptr;
-    const plan = matvecPlan(w.type, w.cols);
+    const plan = plans[m];
     if (plan.kind === "any") {
       tape.launch(ctx.k("mmv_any_e"), Math.ceil(w.rows / 4), groups, 1, THREADS)
         .p(y).p(w.ptr).i(w.stride).i(w.type.id).p(x.ptr).p(order).p(gexp).p(gstart)
@@ -144,17 +151,46 @@ export function recordMatmulExperts(
     }
     const tpr = threadsPerRow(w.cols / plan.unitValues);
     const grid = Math.ceil(w.rows / (THREADS / tpr));
-    if (plan.kind === "q8") {
-      const q = quantized(ctx, x);
-      tape.launch(ctx.k(`mmvq_e_${plan.name}_${nt}`), grid, groups, 1, THREADS)
-        .p(y).p(w.ptr).i(w.stride).p(q.xq).p(q.xd).p(order).p(gexp).p(gstart)
-        .i(w.rows).i(w.cols).i(w.rowBytes).i(paddedCols(x.cols)).i(perSlot).i(k).i(tpr).end();
+    if (plan.kind === "q8" && q !== null) {
+      const l: ExpertLaunch = {
+        name: plan.name,
+        nt,
+        grid,
+        groups,
+        stride: w.stride,
+        rows: w.rows,
+        cols: w.cols,
+        rowBytes: w.rowBytes,
+        q,
+        order,
+        gexp,
+        gstart,
+        perSlot,
+        k,
+        tpr,
+      };
+      launches.push(l);
+      tape.launch(ctx.k(`mmvq_e_${l.name}_${nt}`), grid, groups, 1, THREADS)
+        .p(y).p(w.ptr).i(l.stride).p(q.xq).p(q.xd).p(order).p(gexp).p(gstart)
+        .i(l.rows).i(l.cols).i(l.rowBytes).i(q.kp).i(perSlot).i(k).i(tpr).end();
       return;
     }
     tape.launch(ctx.k(`mmv_e_${plan.name}_${nt}`), grid, groups, 1, THREADS)
       .p(y).p(w.ptr).i(w.stride).p(x.ptr).p(order).p(gexp).p(gstart)
       .i(w.rows).i(w.cols).i(w.rowBytes).i(perSlot).i(k).i(tpr).end();
   });
+  const [a, b] = launches;
+  if (
+    launches.length === 2 && ws.length === 2 && a.name === b.name && a.rows === b.rows &&
+    a.stride === b.stride && a.rowBytes === b.rowBytes
+  ) {
+    note(ctx, start, {
+      kind: "experts",
+      outs: [outs[0], outs[1]],
+      weights: [ws[0].ptr, ws[1].ptr],
+      launch: a,
+    });
+  }
 }
 
 export function recordCombine(

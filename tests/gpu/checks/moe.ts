@@ -101,8 +101,11 @@ export function checkCombine(pair: Pair): void {
   assertEquals(got.dev, got.ref, "combineExperts: bit for bit");
 }
 
-/** The whole sublayer (moe_ffn.ts's order of ops) with ids produced and read on the device. */
-export function checkMoeSublayer(pair: Pair): void {
+/**
+ * The whole sublayer (moe_ffn.ts's order of ops) with ids produced and read on the device;
+ * returns the device's gate, up, down and output rows (fused and unfused runs compare them).
+ */
+export function checkMoeSublayer(pair: Pair): Float32Array[] {
   const [d, ff, n, k, tokens] = [256, 512, 16, 4, 6];
   const router = pair.randomWeight(typeNamed("F32"), n, d, 0.5);
   const gate = experts(pair, "Q4_K", n, ff, d);
@@ -125,4 +128,5 @@ export function checkMoeSublayer(pair: Pair): void {
   const i = pair.read(ids);
   assertEquals([...i.dev], [...i.ref], "sublayer: experts");
   pair.check("sublayer output", out, 0.05);
+  return [g, u, dn, out].map((v) => pair.read(v).dev);
 }
