@@ -211,14 +211,8 @@ __device__ __forceinline__ void mmvq_gate_up(float *y, float *gout, float *uout,
   }
   if (lane == 0 && warp % wpr == 0 && row < rows) {
 #pragma unroll
-    for (int t = 0; t < NT; t++) {
-      if (t < n) {
-        const size_t at = (size_t)t * rows + row;
-        gout[at] = g[t];
-        uout[at] = u[t];
-        y[at] = g[t] / (1.0f + expf(-g[t])) * u[t];
-      }
-    }
+    for (int t = 0; t < NT; t++)
+      if (t < n) store_gate_up(y, gout, uout, (size_t)t * rows + row, g[t], u[t]);
   }
 }
 

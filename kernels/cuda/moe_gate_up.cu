@@ -56,10 +56,7 @@ __device__ __forceinline__ void mmvq_experts_gate_up(float *y, float *gout, floa
 #pragma unroll
       for (int t = 0; t < NT; t++) {
         if (t < n) {
-          const size_t at = (size_t)out[t] * rows + row;
-          gout[at] = ag[t];
-          uout[at] = au[t];
-          y[at] = ag[t] / (1.0f + expf(-ag[t])) * au[t];
+          store_gate_up(y, gout, uout, (size_t)out[t] * rows + row, ag[t], au[t]);
         }
       }
     }

@@ -333,3 +333,14 @@ struct UnitQ6_K {
     return d * xd[u].x * (float)total;
   }
 };
+
+/*
+ * A fused gate/up product's outputs at `at`: the raw products, as the two product launches
+ * leave them, then silu(gate) * up by silu_mul's formula (y may be gout: written last).
+ */
+__device__ __forceinline__ void store_gate_up(float *y, float *gout, float *uout, size_t at,
+                                              float g, float u) {
+  gout[at] = g;
+  uout[at] = u;
+  y[at] = g / (1.0f + expf(-g)) * u;
+}
