@@ -63,6 +63,8 @@ interface Result {
   tgHostArgmax: number;
   tgMasked: number;
   tgTokens: number;
+  /** Seconds of a verification step of VERIFY_K + 1 rows over those of a 1-row step. */
+  verify: { k: number; stepRatio: number };
   bandwidthGBs: number;
   bytesPerToken: number;
   decodeEfficiency: number;
@@ -100,6 +102,9 @@ const list = (v: string | undefined, fallback: string): number[] =>
 const GRID_STREAMS = list(values.streams, "1,16");
 const GRID_CONTEXTS = list(values.contexts, quick ? "0,64,160" : "0,4096,16384");
 const GRID_STEPS = quick ? 4 : 32;
+/** Drafted tokens a speculative verification step checks (issue goal: <= 1.3x a 1-row step). */
+const VERIFY_K = 4;
+const VERIFY_STEPS = quick ? 2 : 24;
 
 function smallPath(quant: FileType): string {
   const path = `${Deno.makeTempDirSync()}/small-${quant}.gguf`;
@@ -132,7 +137,7 @@ class Runner {
   }
 
   /** Positions start.. of the sequence, whose table holds the blocks it has, as the engine's. */
-  #layout(n: number, start: number): StepLayout {
+  layout(n: number, start: number): StepLayout {
     const blockTable = this.table.subarray(0, Math.ceil((start + n) / BLOCK));
     return {
       positions: Int32Array.from({ length: n }, (_, i) => start + i),
@@ -149,7 +154,7 @@ class Runner {
     const t0 = performance.now();
     this.be.argmaxRows(
       this.model.forward(
-        { ids, layout: this.#layout(n, 0), logitRows: Int32Array.of(n - 1) },
+        { ids, layout: this.layout(n, 0), logitRows: Int32Array.of(n - 1) },
         this.cache,
       ),
     );
@@ -165,7 +170,7 @@ class Runner {
         (_, i) => ((at + i) * 7919 + 13) % this.gguf.shape.vocabSize,
       );
       this.model.forward(
-        { ids, layout: this.#layout(len, at), logitRows: new Int32Array(0) },
+        { ids, layout: this.layout(len, at), logitRows: new Int32Array(0) },
         this.cache,
       );
     }
@@ -183,7 +188,7 @@ class Runner {
       const logits = this.model.forward(
         {
           ids: Int32Array.of(next),
-          layout: this.#layout(1, start + i),
+          layout: this.layout(1, start + i),
           logitRows: Int32Array.of(0),
         },
         this.cache,
@@ -192,6 +197,27 @@ class Runner {
     }
     return (performance.now() - t0) / 1000;
   }
+}
+
+/**
+ * Seconds for n verification steps as speculative decoding runs them: k + 1 rows of one
+ * sequence at consecutive positions from `start`, every row's logits picked on the device.
+ */
+function verify(r: Runner, n: number, k: number, start = 0): number {
+  let next = 17;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const ids = Int32Array.from(
+      { length: k + 1 },
+      (_, j) => (next + 31 * j) % r.gguf.shape.vocabSize,
+    );
+    const logits = r.model.forward(
+      { ids, layout: r.layout(k + 1, start + i * (k + 1)), logitRows: ids.map((_, j) => j) },
+      r.cache,
+    );
+    next = r.be.argmaxRows(logits)[k];
+  }
+  return (performance.now() - t0) / 1000;
 }
 
 function best(reps: number, fn: () => number): number {
@@ -218,6 +244,8 @@ function run(c: Case): Result {
     const mask = new Uint32Array(Math.ceil(gguf.shape.vocabSize / 32));
     for (let id = 0; id < gguf.shape.vocabSize; id += 3) mask[id >>> 5] |= 1 << (id & 31);
     const tgMasked = TG / best(REPS, () => r.generate(TG, false, 0, mask));
+    verify(r, 2, VERIFY_K);
+    const verifyStep = best(REPS, () => verify(r, VERIFY_STEPS, VERIFY_K)) / VERIFY_STEPS;
     const bandwidth = be.bandwidthGBs();
     const hp = gguf.shape;
     const tied = file.tensor("output.weight") === undefined;
@@ -267,6 +295,7 @@ function run(c: Case): Result {
       tgHostArgmax,
       tgMasked,
       tgTokens: TG,
+      verify: { k: VERIFY_K, stepRatio: verifyStep * tg },
       bandwidthGBs: bandwidth,
       bytesPerToken,
       decodeEfficiency: (tg * bytesPerToken) / (bandwidth * 1e9),

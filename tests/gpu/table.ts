@@ -22,6 +22,8 @@ interface BenchResult {
   /** tg with the logits row read back and picked on the host; picked on the device under a mask. */
   tgHostArgmax?: number;
   tgMasked?: number;
+  /** A speculative verification step of k + 1 rows of one sequence against a 1-row step. */
+  verify?: { k: number; stepRatio: number };
   grid?: GridPoint[];
   /** Decode after a context of `depth` (one stream): bench.ts --depth, where it has it. */
   depths?: Array<{ depth: number; tg: number; tgTokens: number; bytesPerToken: number }>;
@@ -67,6 +69,13 @@ export function benchRows(results: BenchResult[], base = true): Row[] {
           `${r.model} tg, picked under a mask`,
           rate(r.tgMasked),
           against(r.tgMasked, roof),
+        ]);
+      }
+      if (r.verify !== undefined) {
+        rows.push([
+          `${r.model} verification of k=${r.verify.k} (${r.verify.k + 1} rows) / 1-row step`,
+          `${r.verify.stepRatio.toFixed(2)}x`,
+          "",
         ]);
       }
     }
