@@ -9,8 +9,8 @@
  * - moe_group: the (token, slot) rows grouped by the expert they chose, in slot order.
  * - mmvq_e_* / mmv_e_* / mmv_any_e: the experts' products, one grid row of blocks per
  *   chosen expert: its weights stream once for all the rows that chose it, NT rows at a
- *   time, with the units and reductions of matvec.cu (gate and up fused with their
- *   silu_mul: moe_gate_up.cu).
+ *   time, with the units and reductions of matvec.cu (mmvq_e_gu_*: gate and up fused
+ *   with their silu_mul).
  * - moe_combine: the weighted sum in slot order, every product rounded before its sum.
  */
 #include "moe_sort.cuh"
@@ -136,13 +136,17 @@ extern "C" __global__ void __launch_bounds__(MOE_GROUP_THREADS)
 }
 EXPORT_KERNEL(moe_group)
 
-/* Reduces acc[t] over the `tpr` threads of each row group into y[out[t] * rows + row]. */
 /*
  * Grid (ceil(rows / (MOE_THREADS / tpr)), groups), MOE_THREADS threads: rows of group
- * blockIdx.y's expert for all its slots, NT at a time, on q8_1 activations.
+ * blockIdx.y's expert for all its slots, NT at a time, on q8_1 activations; y = wg x.
+ * GU: the gate (wg) and up (wu) products and the silu_mul after them in one pass over the
+ * activations, as matvec.cu's mmvq_gu for dense FFNs: the raw products go to gout and uout,
+ * as the two launches leave them, then y = silu(gate) * up (y may be gout). Bitwise what
+ * the three launches give.
  */
-template <class U, int NT>
-__device__ __forceinline__ void mmvq_experts(float *y, const uint8_t *w, int stride,
+template <class U, int NT, bool GU>
+__device__ __forceinline__ void mmvq_experts(float *y, float *gout, float *uout,
+                                             const uint8_t *wg, const uint8_t *wu, int stride,
                                              const int8_t *xq, const float2 *xd,
                                              const int *order, const int *gexp,
                                              const int *gstart, int rows, int cols,
@@ -151,7 +155,6 @@ __device__ __forceinline__ void mmvq_experts(float *y, const uint8_t *w, int str
   const int g = blockIdx.y;
   const int e = gexp[g];
   if (e < 0) return;
-  const uint8_t *we = w + (size_t)e * stride;
   const int row = blockIdx.x * (MOE_THREADS / tpr) + threadIdx.x / tpr;
   const int lt = threadIdx.x % tpr;
   const int units = cols / U::VALUES;
@@ -159,23 +162,38 @@ __device__ __forceinline__ void mmvq_experts(float *y, const uint8_t *w, int str
     const int n = imin(NT, gstart[g + 1] - s0);
     int out[NT], xr[NT];
     slots_of<NT>(order, s0, n, per_slot, k, out, xr);
-    float acc[NT];
+    float ag[NT], au[NT];
 #pragma unroll
-    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (int t = 0; t < NT; t++) ag[t] = 0.0f, au[t] = 0.0f;
     if (row < rows) {
-      const uint8_t *wr = we + (size_t)row * row_bytes;
+      const size_t at = (size_t)e * stride + (size_t)row * row_bytes;
+      const uint8_t *gr = wg + at, *ur = GU ? wu + at : nullptr;
       for (int u = lt; u < units; u += tpr) {
-        U unit;
-        unit.load(wr, u);
+        U ug, uu;
+        ug.load(gr, u);
+        if (GU) uu.load(ur, u);
 #pragma unroll
         for (int t = 0; t < NT; t++) {
           if (t < n) {
-            acc[t] += unit.dot(xq + (size_t)xr[t] * kp, xd + (size_t)xr[t] * (kp / 32), u);
+            const int8_t *q = xq + (size_t)xr[t] * kp;
+            const float2 *d = xd + (size_t)xr[t] * (kp / 32);
+            ag[t] += ug.dot(q, d, u);
+            if (GU) au[t] += uu.dot(q, d, u);
           }
         }
       }
     }
-    reduce_slots<NT>(acc, y, out, row, rows, n, tpr);
+    if (!GU) {
+      reduce_slots<NT>(ag, y, out, row, rows, n, tpr);
+      continue;
+    }
+    sum_row_slots<NT>(ag, tpr);
+    sum_row_slots<NT>(au, tpr);
+    if (row_leader(tpr) && row < rows) {
+#pragma unroll
+      for (int t = 0; t < NT; t++)
+        if (t < n) store_gate_up(y, gout, uout, (size_t)out[t] * rows + row, ag[t], au[t]);
+    }
   }
 }
 
@@ -185,10 +203,19 @@ __device__ __forceinline__ void mmvq_experts(float *y, const uint8_t *w, int str
       const float2 *__restrict__ xd,                                                           \
       const int *order, const int *gexp, const int *gstart, int rows, int cols, int row_bytes, \
       int kp, int per_slot, int k, int tpr) {                                                  \
-    mmvq_experts<UNIT, NT>(y, w, stride, xq, xd, order, gexp, gstart, rows, cols, row_bytes,   \
-                           kp, per_slot, k, tpr);                                              \
+    mmvq_experts<UNIT, NT, false>(y, nullptr, nullptr, w, nullptr, stride, xq, xd, order,      \
+                                  gexp, gstart, rows, cols, row_bytes, kp, per_slot, k, tpr);  \
   }                                                                                            \
-  EXPORT_KERNEL(mmvq_e_##NAME##_##NT)
+  EXPORT_KERNEL(mmvq_e_##NAME##_##NT)                                                          \
+  extern "C" __global__ void __launch_bounds__(MOE_THREADS) mmvq_e_gu_##NAME##_##NT(           \
+      float *y, float *gout, float *uout, const uint8_t *__restrict__ wg,                      \
+      const uint8_t *__restrict__ wu, int stride, const int8_t *__restrict__ xq,               \
+      const float2 *__restrict__ xd, const int *order, const int *gexp, const int *gstart,     \
+      int rows, int cols, int row_bytes, int kp, int per_slot, int k, int tpr) {               \
+    mmvq_experts<UNIT, NT, true>(y, gout, uout, wg, wu, stride, xq, xd, order, gexp, gstart,   \
+                                 rows, cols, row_bytes, kp, per_slot, k, tpr);                 \
+  }                                                                                            \
+  EXPORT_KERNEL(mmvq_e_gu_##NAME##_##NT)
 
 #define MMVQ_E_ALL(NAME, UNIT) MMVQ_E(NAME, UNIT, 1) MMVQ_E(NAME, UNIT, 8)
 

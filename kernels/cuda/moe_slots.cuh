@@ -1,5 +1,5 @@
 /*
- * What the expert product kernels (moe.cu, moe_gate_up.cu) share: the block size, the
+ * What moe.cu's expert product kernels (quantized and float) share: the block size, the
  * slots of a group they take NT at a time, and the per-row reduction of their sums.
  */
 #pragma once

@@ -11,8 +11,9 @@
  *     argmax_final, which is where profile_table.ts cuts the kernel list into steps. One JSON
  *     line per model names its steps in order.
  *
- * LIST: any of 0.6b, 8b, 30b (qwen3-0.6b Q8_0, qwen3-8b Q4_K_M, qwen3-30b-a3b Q4_K_M), and
- * small (the GPU checks' small shape, Q8_0: a dry run on the emulator).
+ * LIST (comma-separated, default 0.6b,8b,30b): 0.6b is qwen3-0.6b Q8_0, 8b qwen3-8b Q4_K_M,
+ * 30b qwen3-30b-a3b Q4_K_M; small is the GPU checks' small shape in Q8_0, for a dry run on
+ * the emulator.
  */
 
 import { parseArgs } from "node:util";
