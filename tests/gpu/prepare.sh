@@ -8,9 +8,9 @@
 #   tests/gpu/prepare.sh [FIXTURE...]   (default: qwen3-tiny-q8_0)
 #
 # A device call carries at most 64 MiB: Deno is ~40 MiB as gzip, the sm_90 kernels (H100,
-# H200) and the CPU library ~3 MiB, the npm subset ~2 MiB and qwen3-tiny-q8_0 ~11 MiB. FLAVOURS="sm_89 sm_90
-# sm_120" carries every flavour (~9 MiB); more fixtures go in follow-up calls, each
-# prepared into its own folder:
+# H200) and the CPU library ~4 MiB, the npm subset ~2 MiB and qwen3-tiny-q8_0 ~11 MiB.
+# FLAVOURS="sm_89 sm_90 sm_120" carries every flavour (~10 MiB); more fixtures go in
+# follow-up calls, each prepared into its own folder:
 #
 #   tests/gpu/prepare.sh --only qwen3-tiny-q4_0   -> kernels/build/gpu-extra/
 #
