@@ -18,6 +18,7 @@
  * --moe: also qwen3-30b-a3b Q4_K_M (an 18.6 GB synthetic file, written on first use in
  * about three minutes): a decode step reads the dense weights and 8 of each layer's 128
  * experts, ~1.9 GB, so an H200's 4.8 TB/s bounds it near 2,500 tokens/s.
+ * --models 0.6b,8b,30b: these models instead (30b alone measures the MoE kernels).
  * --streams 1,16 --contexts 0,4096,16384: decode with that many streams in one batch at
  * each context length (decode_grid.ts), each next to its bandwidth roofline; --contexts ""
  * skips the grid. NEURON_TEST_LIBCUDA / NEURON_TEST_LIBCUBLAS as for the GPU tests.
@@ -79,6 +80,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: "boolean" },
     moe: { type: "boolean" },
+    models: { type: "string" },
     depth: { type: "string" },
     json: { type: "string" },
     streams: { type: "string" },
@@ -112,18 +114,22 @@ function smallPath(quant: FileType): string {
   return path;
 }
 
+const FULL_CASES: Record<string, Case> = {
+  "0.6b": { label: "qwen3-0.6b Q8_0", path: () => syntheticModel("qwen3-0.6b", "q8_0") },
+  "8b": { label: "qwen3-8b Q4_K_M", path: () => syntheticModel("qwen3-8b", "q4_k_m") },
+  "30b": { label: "qwen3-30b-a3b Q4_K_M", path: () => syntheticModel("qwen3-30b-a3b", "q4_k_m") },
+};
+
 const CASES: Case[] = quick
   ? [
     { label: "small Q8_0", path: () => smallPath("q8_0") },
     { label: "small Q4_K_M", path: () => smallPath("q4_k_m") },
   ]
-  : [
-    { label: "qwen3-0.6b Q8_0", path: () => syntheticModel("qwen3-0.6b", "q8_0") },
-    { label: "qwen3-8b Q4_K_M", path: () => syntheticModel("qwen3-8b", "q4_k_m") },
-    ...(values.moe
-      ? [{ label: "qwen3-30b-a3b Q4_K_M", path: () => syntheticModel("qwen3-30b-a3b", "q4_k_m") }]
-      : []),
-  ];
+  : (values.models ?? (values.moe ? "0.6b,8b,30b" : "0.6b,8b")).split(",").map((m) => {
+    const c = FULL_CASES[m];
+    if (c === undefined) throw new Error(`--models: ${m} is not one of 0.6b, 8b, 30b`);
+    return c;
+  });
 
 class Runner {
   readonly cache: KvCache;

@@ -21,6 +21,7 @@
 #   SUITE=golden only the fixture goldens, no bench (follow-up calls with more fixtures)
 #   SANITIZE=1   also the kernel tests under compute-sanitizer (memcheck)
 #   MOE=1        the bench adds qwen3-30b-a3b Q4_K_M (writes an 18.6 GB synthetic file first)
+#   MODELS=..    the bench's models instead (0.6b, 8b, 30b; e.g. MODELS=30b)
 #   CONTEXTS=..  the bench's first pass's contexts (default 0,4096), LONG_CONTEXTS=.. its
 #                second's (16384; empty: none), STREAMS=.. its stream counts (1,16)
 set -uo pipefail
@@ -44,6 +45,7 @@ if [ "${DRY:-0}" = 1 ]; then
 fi
 if [ "${QUICK:-0}" = 1 ]; then export NEURON_TEST_QUICK=1; BENCH_ARGS+=(--quick); fi
 if [ "${MOE:-0}" = 1 ]; then BENCH_ARGS+=(--moe); fi
+if [ -n "${MODELS:-}" ]; then BENCH_ARGS+=(--models "$MODELS"); fi
 # The bench runs in two passes so a slow 16k context costs only its own rows: the first
 # with the short contexts, the second (if time is left) with the long one alone. After each
 # context it measures one stream (--depth) and the grid 16 streams.
