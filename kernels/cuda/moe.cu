@@ -187,8 +187,8 @@ __device__ __forceinline__ void mmvq_experts(float *y, float *gout, float *uout,
       reduce_slots<NT>(ag, y, out, row, rows, n, tpr);
       continue;
     }
-    sum_row_slots<NT>(ag, tpr);
-    sum_row_slots<NT>(au, tpr);
+    sum_row_slots<NT>(ag, n, tpr);
+    sum_row_slots<NT>(au, n, tpr);
     if (row_leader(tpr) && row < rows) {
 #pragma unroll
       for (int t = 0; t < NT; t++)

@@ -8,18 +8,28 @@
 #define MOE_THREADS 128
 
 /*
- * Sums acc[t] over the `tpr` threads of each row: the row's leader (lane 0 of its first
- * warp, row_leader) holds the totals. Two calls in a row are safe: each starts with a
+ * Sums acc[t] for the n slots in use over the `tpr` threads of each row (8, 16, or a
+ * multiple of 32): the row's leader (row_leader) holds the totals. Slots past n are not
+ * summed: a 16-stream decode step has one or two per expert, where 8 sums of 5 shuffles
+ * each cost more than the products. Two calls in a row are safe: each starts with a
  * barrier after the last one's leaders have read `part`.
  */
 template <int NT>
-__device__ __forceinline__ void sum_row_slots(float acc[NT], int tpr) {
+__device__ __forceinline__ void sum_row_slots(float acc[NT], int n, int tpr) {
   __shared__ float part[MOE_THREADS / 32][NT];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int width = tpr < 32 ? tpr : 32;
 #pragma unroll
-  for (int t = 0; t < NT; t++) acc[t] = warp_sum(acc[t]);
+  for (int t = 0; t < NT; t++) {
+    if (t < n) {
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        if (o < width) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
+      }
+    }
+  }
   const int wpr = tpr >> 5;
-  if (wpr == 1) return;
+  if (wpr <= 1) return;
   __syncthreads();
   if (lane == 0) {
 #pragma unroll
@@ -37,6 +47,7 @@ __device__ __forceinline__ void sum_row_slots(float acc[NT], int tpr) {
 }
 
 __device__ __forceinline__ bool row_leader(int tpr) {
+  if (tpr < 32) return threadIdx.x % tpr == 0;
   return (threadIdx.x & 31) == 0 && (threadIdx.x >> 5) % (tpr >> 5) == 0;
 }
 
@@ -44,7 +55,7 @@ __device__ __forceinline__ bool row_leader(int tpr) {
 template <int NT>
 __device__ __forceinline__ void reduce_slots(float acc[NT], float *y, const int out[NT], int row,
                                              int rows, int n, int tpr) {
-  sum_row_slots<NT>(acc, tpr);
+  sum_row_slots<NT>(acc, n, tpr);
   if (row_leader(tpr) && row < rows) {
 #pragma unroll
     for (int t = 0; t < NT; t++)

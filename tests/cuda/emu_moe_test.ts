@@ -13,6 +13,7 @@ import {
   checkMoeSublayer,
   checkRouting,
   EXPERT_TYPES,
+  TILED_ONLY_TYPES,
 } from "../gpu/checks/moe.ts";
 
 const emu = await emulator();
@@ -40,6 +41,12 @@ test(
 for (const type of EXPERT_TYPES) {
   test(`emulated CUDA: matmulExperts ${type} (grouped by expert on the device)`, (p) => {
     checkMatmulExperts(p, type);
+  });
+}
+
+for (const type of TILED_ONLY_TYPES) {
+  test(`emulated CUDA: matmulExperts ${type}, the tiled products`, (p) => {
+    checkMatmulExperts(p, type, true);
   });
 }
 

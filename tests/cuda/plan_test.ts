@@ -8,6 +8,7 @@ import { assert, assertEquals, assertThrows } from "../support/assert.ts";
 import { ggmlTypeByName } from "../../src/gguf/types.ts";
 import { DEQUANTIZABLE_TYPES } from "../../src/gguf/mod.ts";
 import {
+  expertsTiled,
   matvecPlan,
   paddedCols,
   supportedType,
@@ -33,6 +34,17 @@ Deno.test("matmul plans: q8_1 units for quantized types, 8-wide floats, generic 
     assert(supportedType(t(name)), name);
   }
   for (const name of ["IQ4_XS", "Q8_K", "I32", "F64"]) assert(!supportedType(t(name)), name);
+});
+
+Deno.test("expert products: tiled from 8 slots per expert on average, for q8_1 units but Q2_K", () => {
+  const plan = (name: string) => matvecPlan(t(name), 2048);
+  // qwen3-30b-a3b (128 experts, top 8): a 512-token prefill tiles, 16 decoding streams not.
+  assert(expertsTiled(plan("Q4_K"), 512 * 8, 128));
+  assert(expertsTiled(plan("Q6_K"), 128 * 8, 128));
+  assert(!expertsTiled(plan("Q4_K"), 16 * 8, 128));
+  assert(!expertsTiled(plan("Q4_K"), 127 * 8, 128));
+  assert(!expertsTiled(plan("Q2_K"), 512 * 8, 128));
+  assert(!expertsTiled(plan("F16"), 512 * 8, 128));
 });
 
 Deno.test("threads per row, token instances and padding", () => {

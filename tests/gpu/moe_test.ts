@@ -1,7 +1,7 @@
 /**
  * The mixture-of-experts kernels against the reference backend on a real GPU (the checks
  * the emulator runs, tests/cuda/emu_moe_test.ts): routing, the grouped expert products of
- * every kernel family, the weighted sum, and the sublayer with device-side expert ids.
+ * every kernel family (tiled ones included), the weighted sum, and the sublayer with device-side expert ids.
  */
 
 import { assertEquals } from "../support/assert.ts";
@@ -14,6 +14,7 @@ import {
   checkMoeSublayer,
   checkRouting,
   EXPERT_TYPES,
+  TILED_ONLY_TYPES,
 } from "./checks/moe.ts";
 
 gpuTest("routeExperts picks the reference's experts in its order", (be) => {
@@ -22,6 +23,7 @@ gpuTest("routeExperts picks the reference's experts in its order", (be) => {
 
 gpuTest("matmulExperts of every kernel family, grouped by expert on the device", (be) => {
   for (const type of EXPERT_TYPES) checkMatmulExperts(new Pair(be, 7), type);
+  for (const type of TILED_ONLY_TYPES) checkMatmulExperts(new Pair(be, 7), type, true);
 });
 
 gpuTest("combineExperts bit for bit, and the MoE sublayer, fused and not", (be) => {

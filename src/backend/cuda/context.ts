@@ -52,6 +52,16 @@ export interface DeviceRows {
   readonly ptr: number;
 }
 
+/** moe_group's grouping of the (token, slot) rows of the ids `src` by expert (ops_moe.ts). */
+export interface MoeGrouping {
+  readonly src: DeviceRows;
+  readonly experts: number;
+  readonly order: number;
+  readonly gexp: number;
+  readonly gstart: number;
+  readonly groups: number;
+}
+
 /** A step layout in the arena (device addresses); rowSeq and tables are 0 until a cache op
  * interns the sequences too. */
 export interface DeviceLayout {
@@ -81,6 +91,7 @@ export class CudaContext {
   readonly layouts = new Map<object, DeviceLayout>();
   quantized: { src: DeviceRows; xq: number; xd: number; kp: number } | null = null;
   halves: { src: DeviceRows; ptr: number; scale: number } | null = null;
+  grouping: MoeGrouping | null = null;
   readonly expansions: WeightExpansions;
   readonly #scratch = new Map<string, { ptr: number; bytes: number }>();
   readonly #index: number;
@@ -191,6 +202,7 @@ export class CudaContext {
       this.notes.length = 0;
       this.quantized = null;
       this.halves = null;
+      this.grouping = null;
     }
   }
 

@@ -395,6 +395,7 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
     const ctx = this.#ctx;
     if (ctx.quantized !== null && ctx.quantized.src.ptr === out.ptr) ctx.quantized = null;
     if (ctx.halves !== null && ctx.halves.src.ptr === out.ptr) ctx.halves = null;
+    if (ctx.grouping !== null && ctx.grouping.src.ptr === out.ptr) ctx.grouping = null;
   }
 
   close(): void {

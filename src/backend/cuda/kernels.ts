@@ -34,6 +34,8 @@ const KV_TYPES = ["f32", "f16", "q8_0", "q4_0"];
 export const MATVEC_TOKENS = [1, 4, 8] as const;
 /** Rows at a time the expert kernels (moe.cu) are instantiated for. */
 export const EXPERT_TOKENS = [1, 8] as const;
+/** The weight types moe_gemm.cu has a tiled expert product for: all q8_1 units but Q2_K's. */
+export const TILED_EXPERT_TYPES: readonly string[] = QUANT_TYPES.filter((t) => t !== "q2_k");
 
 function signatures(): Record<string, string> {
   const s: Record<string, string> = {
@@ -71,6 +73,7 @@ function signatures(): Record<string, string> {
     s[`attn_split_${t}`] = "ppppppppiiiiiifi";
     s[`attn_prefill_${t}`] = "ppppppiiiiiifi";
   }
+  for (const t of TILED_EXPERT_TYPES) s[`mmq_e_${t}`] = "ppipppppiiiiii";
   for (const nt of EXPERT_TOKENS) {
     for (const t of QUANT_TYPES) s[`mmvq_e_${t}_${nt}`] = "ppipppppiiiiiii";
     for (const t of QUANT_TYPES) s[`mmvq_e_gu_${t}_${nt}`] = "pppppipppppiiiiiii";

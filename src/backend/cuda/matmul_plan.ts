@@ -5,7 +5,7 @@
  */
 
 import { GgmlType, type GgmlTypeInfo } from "../../gguf/types.ts";
-import { MATVEC_TOKENS } from "./kernels.ts";
+import { MATVEC_TOKENS, TILED_EXPERT_TYPES } from "./kernels.ts";
 
 /** Token count from which a product goes to cuBLAS (when loaded). */
 export const GEMM_MIN_TOKENS = 16;
@@ -62,6 +62,16 @@ export function threadsPerRow(units: number): number {
   return 32;
 }
 
+/**
+ * Threads per row of an expert product: threadsPerRow's, but 16 or 8 for rows of at most
+ * 16 units, whose warps would leave lanes idle (qwen3-30b-a3b's Q4_K down projections,
+ * 768 wide, are 12 units: 20 of 32 lanes idle).
+ */
+export function expertThreadsPerRow(units: number): number {
+  if (units > 16) return threadsPerRow(units);
+  return units > 8 ? 16 : 8;
+}
+
 /** The kernel instance for `n` tokens (1 <= n <= MATVEC_MAX_TOKENS). */
 export function tokensInstance(n: number): number {
   return MATVEC_TOKENS.find((t) => t >= n) ?? MATVEC_MAX_TOKENS;
@@ -70,4 +80,17 @@ export function tokensInstance(n: number): number {
 /** Columns of a quantized activation row: whole 256-value chunks, zero-padded. */
 export function paddedCols(cols: number): number {
   return Math.ceil(cols / 256) * 256;
+}
+
+/**
+ * Slots per chosen expert, on average, from which the tiled expert products (moe_gemm.cu)
+ * beat the mat-vec ones: they unpack a weight once per 32 slots, so with fewer they work
+ * for slots that are not there (a 16-stream decode step has about one per expert).
+ */
+export const TILED_MIN_SLOTS_PER_EXPERT = 8;
+
+/** Whether `slots` (token, expert) rows over `experts` take the tiled expert product. */
+export function expertsTiled(plan: MatvecPlan, slots: number, experts: number): boolean {
+  return plan.kind === "q8" && TILED_EXPERT_TYPES.includes(plan.name) &&
+    slots >= TILED_MIN_SLOTS_PER_EXPERT * experts;
 }

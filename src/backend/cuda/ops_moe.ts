@@ -9,10 +9,10 @@
 import { rowBytes } from "../../gguf/types.ts";
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import type { ExpertSource, ExpertWeight } from "../backend.ts";
-import type { CudaContext } from "./context.ts";
+import type { CudaContext, MoeGrouping } from "./context.ts";
 import { invalidArgument } from "./errors.ts";
 import { upload } from "./loading.ts";
-import { matvecPlan, supportedType, threadsPerRow } from "./matmul_plan.ts";
+import { expertsTiled, expertThreadsPerRow, matvecPlan, supportedType } from "./matmul_plan.ts";
 import { quantized } from "./ops_matmul.ts";
 import { type ExpertLaunch, note } from "./fusion.ts";
 import type { CudaActivation } from "./resources.ts";
@@ -22,6 +22,8 @@ const MAX_EXPERTS = 512;
 /** Threads of moe_group (MOE_GROUP_THREADS of moe.cu). */
 const MOE_GROUP_THREADS = 512;
 const THREADS = 128;
+/** Weight rows per block of the tiled products (moe_gemm.cu's GT_ROWS). */
+const TILE_ROWS = 64;
 
 export class CudaExperts implements ExpertWeight {
   constructor(
@@ -125,13 +127,8 @@ export function recordMatmulExperts(
       );
     }
   });
-  const groups = Math.min(experts, slots);
-  const order = ctx.scratch("moe_order", 4 * slots);
-  const gexp = ctx.scratch("moe_gexp", 4 * groups);
-  const gstart = ctx.scratch("moe_gstart", 4 * (groups + 1));
+  const { order, gexp, gstart, groups } = grouped(ctx, ids, experts);
   const tape = ctx.runner.tape;
-  tape.launch(ctx.k("moe_group"), 1, 1, 1, MOE_GROUP_THREADS)
-    .p(order).p(gexp).p(gstart).p(ids.ptr).i(slots).i(experts).i(groups).end();
   const perSlot = x.rows === slots ? 1 : 0;
   const nt = tokens === 1 ? 1 : 8;
   const plans = ws.map((w) => matvecPlan(w.type, w.cols));
@@ -149,7 +146,13 @@ export function recordMatmulExperts(
         .i(w.rows).i(w.cols).i(w.rowBytes).i(perSlot).i(k).end();
       return;
     }
-    const tpr = threadsPerRow(w.cols / plan.unitValues);
+    if (plan.kind === "q8" && q !== null && expertsTiled(plan, slots, experts)) {
+      tape.launch(ctx.k(`mmq_e_${plan.name}`), Math.ceil(w.rows / TILE_ROWS), groups, 1, THREADS)
+        .p(y).p(w.ptr).i(w.stride).p(q.xq).p(q.xd).p(order).p(gexp).p(gstart)
+        .i(w.rows).i(w.cols).i(w.rowBytes).i(q.kp).i(perSlot).i(k).end();
+      return;
+    }
+    const tpr = expertThreadsPerRow(w.cols / plan.unitValues);
     const grid = Math.ceil(w.rows / (THREADS / tpr));
     if (plan.kind === "q8" && q !== null) {
       const l: ExpertLaunch = {
@@ -191,6 +194,37 @@ export function recordMatmulExperts(
       launch: a,
     });
   }
+}
+
+/**
+ * The (token, slot) rows of `ids` grouped by expert (moe_group), shared by the products
+ * that read the same ids (gate and up, then down) until something writes ids or the step
+ * ends, as quantized activations are.
+ */
+function grouped(ctx: CudaContext, ids: CudaActivation, experts: number): MoeGrouping {
+  const slots = ids.rows * ids.cols;
+  const groups = Math.min(experts, slots);
+  const order = ctx.scratch("moe_order", 4 * slots);
+  const gexp = ctx.scratch("moe_gexp", 4 * groups);
+  const gstart = ctx.scratch("moe_gstart", 4 * (groups + 1));
+  const cached = ctx.grouping;
+  if (
+    cached !== null && cached.src.ptr === ids.ptr && cached.src.rows === ids.rows &&
+    cached.src.cols === ids.cols && cached.experts === experts
+  ) {
+    return cached;
+  }
+  ctx.runner.tape.launch(ctx.k("moe_group"), 1, 1, 1, MOE_GROUP_THREADS)
+    .p(order).p(gexp).p(gstart).p(ids.ptr).i(slots).i(experts).i(groups).end();
+  ctx.grouping = {
+    src: { ptr: ids.ptr, rows: ids.rows, cols: ids.cols },
+    experts,
+    order,
+    gexp,
+    gstart,
+    groups,
+  };
+  return ctx.grouping;
 }
 
 export function recordCombine(

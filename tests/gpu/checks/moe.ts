@@ -11,10 +11,13 @@ import type { Activation, ExpertSource, ExpertWeight } from "../../../src/backen
 import { randomBlocks } from "../../../src/gguf/quant/random.ts";
 import { rowBytes } from "../../../src/gguf/types.ts";
 import { assertEquals } from "../../support/assert.ts";
+import { expertsTiled, matvecPlan } from "../../../src/backend/cuda/matmul_plan.ts";
 import { type Both, type Pair, randomF32, typeNamed } from "./pair.ts";
 
 /** Expert stacks of every family the kernels have: q8_1 units, float rows, any width. */
 export const EXPERT_TYPES = ["Q4_K", "Q6_K", "Q8_0", "Q4_0", "F16", "F32"] as const;
+/** The q8_1 unit types only the tiled products' case checks besides (tiles.cuh's others). */
+export const TILED_ONLY_TYPES = ["Q5_K", "Q3_K", "Q4_1", "Q5_0", "Q5_1"] as const;
 
 function experts(pair: Pair, type: string, experts: number, rows: number, cols: number) {
   const info = typeNamed(type);
@@ -70,14 +73,27 @@ export function checkRouting(pair: Pair): void {
   }
 }
 
-export function checkMatmulExperts(pair: Pair, type: string): void {
+/**
+ * One token (decode), a few, many sharing experts (several slots per group), and enough
+ * that every expert has dozens (the tiled products, over two row tiles and, for the
+ * 32-value types, a partial column tile); `tiledOnly` checks that last case alone.
+ */
+export function checkMatmulExperts(pair: Pair, type: string, tiledOnly = false): void {
   const info = typeNamed(type);
-  const cols = info.blockSize === 256 ? 512 : 96;
-  const rows = 40;
+  // Rows of 8 to 16 units (threads per row as many), and Q6_K's of 32 (a warp per row).
+  const cols = type === "Q6_K" ? 1024 : info.blockSize === 256 ? 512 : 96;
+  const rows = 72;
   const n = 8;
   const stack = experts(pair, type, n, rows, cols);
-  // One token (decode), a few, and many sharing experts (several slots per group).
-  for (const [tokens, k] of [[1, 4], [3, 2], [21, 3]] as const) {
+  const tiled = [96, 3] as const;
+  const plan = matvecPlan(info, cols);
+  assertEquals(
+    expertsTiled(plan, tiled[0] * tiled[1], n),
+    plan.kind === "q8" && type !== "Q2_K",
+    `${type}: the tiled case takes the tiled products`,
+  );
+  const cases = tiledOnly ? [tiled] : [[1, 4], [3, 2], [21, 3], tiled] as const;
+  for (const [tokens, k] of cases) {
     const { ids } = route(pair, tokens, n, k, false);
     for (const perSlot of [false, true]) {
       const x = pair.random(perSlot ? tokens * k : tokens, cols);
