@@ -55,36 +55,41 @@ __device__ __forceinline__ void tile_of(const UnitQ8_0 &u, int q[8], float sc[2]
   mn[0] = 0.0f;
 }
 
-__device__ __forceinline__ void tile_of(const UnitQ3_K &u, int q[8], float sc[2], float mn[1]) {
+/* Q3_K and Q6_K: values 0 .. 2k - 1 that mean v - k, a scale per 16 of them, no min. */
+template <int K, class U>
+__device__ __forceinline__ void signed_halves(const U &u, int q[8], float sc[2], float mn[1]) {
 #pragma unroll
-  for (int i = 0; i < 8; i++) q[i] = signed_bytes<4>(u.q[i]);
+  for (int i = 0; i < 8; i++) q[i] = signed_bytes<K>(u.q[i]);
   sc[0] = u.d * (float)u.sc_lo;
   sc[1] = u.d * (float)u.sc_hi;
   mn[0] = 0.0f;
+}
+
+__device__ __forceinline__ void tile_of(const UnitQ3_K &u, int q[8], float sc[2], float mn[1]) {
+  signed_halves<4>(u, q, sc, mn);
+}
+
+/* Q4_K and Q5_K: a unit is two 32-value sub-blocks, a and b, each with a scale and a min. */
+template <class U>
+__device__ __forceinline__ void k_pair_scales(const U &u, float sc[4], float mn[2]) {
+  sc[0] = sc[1] = u.d * (float)u.sc_a;
+  sc[2] = sc[3] = u.d * (float)u.sc_b;
+  mn[0] = u.dmin * (float)u.m_a;
+  mn[1] = u.dmin * (float)u.m_b;
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ4_K &u, int q[16], float sc[4], float mn[2]) {
 #pragma unroll
   for (int i = 0; i < 8; i++) q[i] = u.q[i] & 0x0F0F0F0F, q[i + 8] = (u.q[i] >> 4) & 0x0F0F0F0F;
-  sc[0] = sc[1] = u.d * (float)u.sc_a;
-  sc[2] = sc[3] = u.d * (float)u.sc_b;
-  mn[0] = u.dmin * (float)u.m_a;
-  mn[1] = u.dmin * (float)u.m_b;
+  k_pair_scales(u, sc, mn);
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ5_K &u, int q[16], float sc[4], float mn[2]) {
 #pragma unroll
   for (int i = 0; i < 8; i++) q[i] = u.lo[i], q[i + 8] = u.hi[i];
-  sc[0] = sc[1] = u.d * (float)u.sc_a;
-  sc[2] = sc[3] = u.d * (float)u.sc_b;
-  mn[0] = u.dmin * (float)u.m_a;
-  mn[1] = u.dmin * (float)u.m_b;
+  k_pair_scales(u, sc, mn);
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ6_K &u, int q[8], float sc[2], float mn[1]) {
-#pragma unroll
-  for (int i = 0; i < 8; i++) q[i] = signed_bytes<32>(u.q[i]);
-  sc[0] = u.d * (float)u.sc_lo;
-  sc[1] = u.d * (float)u.sc_hi;
-  mn[0] = 0.0f;
+  signed_halves<32>(u, q, sc, mn);
 }
