@@ -17,6 +17,7 @@ import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
 import { median, ModelBench } from "../../src/bench/runner.ts";
 import { isFileType, isSyntheticShape, syntheticModel } from "../../src/bench/synthetic.ts";
 import { openModel } from "../../src/runner/mod.ts";
+import { benchPrompt } from "./prompt.ts";
 
 const { values, positionals } = parseArgs({
   args: Deno.args,
@@ -38,12 +39,6 @@ const kvTypes = values["kv-type"]!.split(",") as KvDType[];
 if (!isFileType(quant) || !isSyntheticShape(shape)) {
   console.error(`usage: bench:depth [shape] [--quant q] (shapes, quants of neuron bench)`);
   Deno.exit(2);
-}
-
-/** A deterministic prompt of n ids below `vocab`. */
-function prompt(n: number, vocab: number, seed: number): number[] {
-  let s = seed >>> 0;
-  return Array.from({ length: n }, () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) % vocab);
 }
 
 const path = syntheticModel(shape, quant);
@@ -72,7 +67,7 @@ console.log(`| depth | test | ${head.join(" | ")} | neuron/llama.cpp (f16) | f16
 console.log(`|---|---|${head.map(() => "---|").join("")}---|---|`);
 const probeSamples: number[] = [];
 for (const depth of depths) {
-  const fill = prompt(depth, vocab, 99);
+  const fill = benchPrompt(depth, vocab, 99);
   const rates = { pp: head.map(() => [] as number[]), tg: head.map(() => [] as number[]) };
   const bandwidths: number[] = [];
   for (let r = 1; r <= reps; r++) {
@@ -82,7 +77,7 @@ for (const depth of depths) {
     });
     bandwidths.push(probe.bandwidthGBs());
     refs.forEach((ref, j) => {
-      const t = ref.atDepth(fill, prompt(pp, vocab, r), tg);
+      const t = ref.atDepth(fill, benchPrompt(pp, vocab, r), tg);
       rates.pp[ours.length + j].push(pp / t.ppSeconds);
       rates.tg[ours.length + j].push(tg / t.tgSeconds);
     });

@@ -20,6 +20,7 @@ import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
 import { median, ModelBench } from "../../src/bench/runner.ts";
 import { isFileType, isSyntheticShape, syntheticModel } from "../../src/bench/synthetic.ts";
 import { openModel } from "../../src/runner/mod.ts";
+import { benchPrompt } from "./prompt.ts";
 
 const { values, positionals } = parseArgs({
   args: Deno.args,
@@ -43,12 +44,6 @@ if (!isFileType(quant) || shapes.some((s) => !isSyntheticShape(s))) {
     `usage: bench:families [shape ...] [--quant q] [--repack 0|1] [--apart] (neuron bench's shapes, quants)`,
   );
   Deno.exit(2);
-}
-
-/** A deterministic prompt of n ids below `vocab`. */
-function prompt(n: number, vocab: number, seed: number): number[] {
-  let s = seed >>> 0;
-  return Array.from({ length: n }, () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) % vocab);
 }
 
 function seconds(fn: () => void): number {
@@ -77,10 +72,10 @@ for (const shape of shapes) {
     rates.tgOurs.push(tg / ours.generate(tg, r));
   };
   const timeRef = (ref: LlamaModel, r: number) => {
-    const ids = prompt(pp, vocab, r);
+    const ids = benchPrompt(pp, vocab, r);
     rates.ppRef.push(pp / seconds(() => ref.logits(ids)));
     // greedy(1 token, n) decodes the prompt token, then n - 1 more: n single-token steps.
-    rates.tgRef.push(tg / seconds(() => ref.greedy(prompt(1, vocab, r), tg)));
+    rates.tgRef.push(tg / seconds(() => ref.greedy(benchPrompt(1, vocab, r), tg)));
   };
   ours.prompt(16, 0);
   if (apart) {
@@ -93,7 +88,7 @@ for (const shape of shapes) {
       threads: 2,
       spin: true,
     });
-    ref.logits(prompt(16, vocab, 0));
+    ref.logits(benchPrompt(16, vocab, 0));
     for (let r = 1; r <= reps; r++) {
       if (!apart) timeOurs(r);
       timeRef(ref, r);

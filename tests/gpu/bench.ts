@@ -31,18 +31,13 @@ import type { KvCache, StepLayout } from "../../src/backend/backend.ts";
 import { openGguf, optionalNumber } from "../../src/gguf/mod.ts";
 import type { GgufModel, Model } from "../../src/models/family.ts";
 import { readModel } from "../../src/models/registry.ts";
-import { syntheticModel } from "../../src/bench/synthetic.ts";
 import { argmax } from "../../src/common/argmax.ts";
 import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import type { FileType } from "../../src/gguf/quant_mix.ts";
 import { gpuOptions } from "./support.ts";
 import { SMALL_SHAPE } from "./checks/model.ts";
 import { decodeGrid, type GridPoint } from "./decode_grid.ts";
-
-interface Case {
-  label: string;
-  path: () => string;
-}
+import { type GpuModel, gpuModels } from "./models.ts";
 
 interface DepthResult {
   depth: number;
@@ -114,22 +109,12 @@ function smallPath(quant: FileType): string {
   return path;
 }
 
-const FULL_CASES: Record<string, Case> = {
-  "0.6b": { label: "qwen3-0.6b Q8_0", path: () => syntheticModel("qwen3-0.6b", "q8_0") },
-  "8b": { label: "qwen3-8b Q4_K_M", path: () => syntheticModel("qwen3-8b", "q4_k_m") },
-  "30b": { label: "qwen3-30b-a3b Q4_K_M", path: () => syntheticModel("qwen3-30b-a3b", "q4_k_m") },
-};
-
-const CASES: Case[] = quick
+const CASES: GpuModel[] = quick
   ? [
     { label: "small Q8_0", path: () => smallPath("q8_0") },
     { label: "small Q4_K_M", path: () => smallPath("q4_k_m") },
   ]
-  : (values.models ?? (values.moe ? "0.6b,8b,30b" : "0.6b,8b")).split(",").map((m) => {
-    const c = FULL_CASES[m];
-    if (c === undefined) throw new Error(`--models: ${m} is not one of 0.6b, 8b, 30b`);
-    return c;
-  });
+  : gpuModels(values.models ?? (values.moe ? "0.6b,8b,30b" : "0.6b,8b"));
 
 class Runner {
   readonly cache: KvCache;
@@ -232,7 +217,7 @@ function best(reps: number, fn: () => number): number {
   return t;
 }
 
-function run(c: Case): Result {
+function run(c: GpuModel): Result {
   const path = c.path();
   const file = openGguf(path);
   const be = createCudaBackend(gpuOptions());

@@ -8,6 +8,15 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export NO_COLOR=1
 bash tests/gpu/prepare.sh
+# What the host lacks; with LLAMA=1 (the bundle with llama.cpp's CUDA build, whose Deno is
+# xz) python3 stays, as on the H200 hosts, to unpack it.
+hidden() {
+  case "$1" in
+    xz | unxz | xzcat | lzma | unlzma | deno) return 0 ;;
+    python*) [ "${LLAMA:-0}" != 1 ] ;;
+    *) return 1 ;;
+  esac
+}
 emu=$(.tools/deno/deno eval 'import { buildEmulator } from "./tests/cuda/emu/build_emu.ts"; console.log(await buildEmulator())' | tail -1)
 # What a device call gets: the working tree (tracked and untracked, not ignored files) and
 # the carried bundle, nothing else of kernels/build.
@@ -21,7 +30,7 @@ IFS=: read -r -a dirs <<< "$PATH"
 for d in "${dirs[@]}"; do
   for f in "$d"/*; do
     n=$(basename "$f")
-    case "$n" in python* | xz | unxz | xzcat | lzma | unlzma | deno) continue ;; esac
+    hidden "$n" && continue
     [ -x "$f" ] && [ ! -e "$bin/$n" ] && ln -s "$f" "$bin/$n"
   done
 done

@@ -23,21 +23,22 @@ import type { CudaBackend } from "../../src/backend/cuda/mod.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import type { GgufModel, Model } from "../../src/models/family.ts";
 import { readModel } from "../../src/models/registry.ts";
-import { syntheticModel } from "../../src/bench/synthetic.ts";
 import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import { gpuOptions } from "./support.ts";
 import { SMALL_SHAPE } from "./checks/model.ts";
+import { GPU_MODELS, type GpuModel } from "./models.ts";
 
-/** Each model's label and a function giving its file (written on first use). */
-const MODELS: Record<string, [string, () => string]> = {
-  "0.6b": ["qwen3-0.6b Q8_0", () => syntheticModel("qwen3-0.6b", "q8_0")],
-  "8b": ["qwen3-8b Q4_K_M", () => syntheticModel("qwen3-8b", "q4_k_m")],
-  "30b": ["qwen3-30b-a3b Q4_K_M", () => syntheticModel("qwen3-30b-a3b", "q4_k_m")],
-  small: ["small Q8_0", () => {
-    const path = `${Deno.makeTempDirSync()}/small-q8_0.gguf`;
-    writeSyntheticQwen3(path, { shape: SMALL_SHAPE, quant: "q8_0", seed: 3 });
-    return path;
-  }],
+/** The bench's models (models.ts), and the GPU checks' small shape for dry runs. */
+const MODELS: Record<string, GpuModel> = {
+  ...GPU_MODELS,
+  small: {
+    label: "small Q8_0",
+    path: () => {
+      const path = `${Deno.makeTempDirSync()}/small-q8_0.gguf`;
+      writeSyntheticQwen3(path, { shape: SMALL_SHAPE, quant: "q8_0", seed: 3 });
+      return path;
+    },
+  },
 };
 const CONTEXT = 512;
 const STREAMS = 16;
@@ -135,7 +136,7 @@ function median(xs: number[]): number {
 for (const name of values.models.split(",")) {
   const entry = MODELS[name];
   if (!entry) throw new Error(`--models: ${name} is none of ${Object.keys(MODELS).join(", ")}`);
-  const [label, path] = entry;
+  const { label, path } = entry;
   const file = openGguf(path());
   const be = createCudaBackend(gpuOptions());
   try {

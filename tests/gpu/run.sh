@@ -22,6 +22,8 @@
 #   SANITIZE=1   also the kernel tests under compute-sanitizer (memcheck)
 #   MOE=1        the bench adds qwen3-30b-a3b Q4_K_M (writes an 18.6 GB synthetic file first)
 #   MODELS=..    the bench's models instead (0.6b, 8b, 30b; e.g. MODELS=30b)
+# A bundle prepared with LLAMA=1 also times llama.cpp's CUDA build on the bench's models
+# right after the first pass (tests/gpu/llama_bench.ts: pp512, tg128, ratios).
 #   CONTEXTS=..  the bench's first pass's contexts (default 0,4096), LONG_CONTEXTS=.. its
 #                second's (16384; empty: none), STREAMS=.. its stream counts (1,16)
 set -uo pipefail
@@ -113,6 +115,20 @@ if [ "$pre_rc" = 0 ] && [ "${SUITE:-all}" != golden ]; then
   [ "$left" -gt 30 ] || left=30
   bench_pass "$SHORT" bench "$left"
   bench_rc=$?
+  if [ -n "${NEURON_LLAMA_CUDA_DIR:-}" ]; then
+    left=$(( 400 - $(elapsed) ))
+    if [ "${QUICK:-0}" = 1 ]; then
+      say "llama.cpp (CUDA) bench skipped: quick shapes (and no GPU for it in a dry run)"
+    elif [ "$left" -ge 60 ]; then
+      llama_models=${MODELS:-0.6b,8b}
+      [ -n "${MODELS:-}" ] || [ "${MOE:-0}" != 1 ] || llama_models=0.6b,8b,30b
+      limit "$left" "$DENO" run -A $CACHED tests/gpu/llama_bench.ts --models "$llama_models" \
+        --neuron "$out/bench.json" --json "$out/llama.json" > "$out/llama.md" 2> "$out/llama.log"
+      say "llama.cpp (CUDA) bench exit $? after $(elapsed) s"
+    else
+      say "llama.cpp (CUDA) bench skipped: $left s left of the 7 minutes"
+    fi
+  fi
   left=$(( 400 - $(elapsed) ))
   if [ -n "$LONG" ] && [ "$left" -ge 60 ]; then
     bench_pass "$LONG" bench_long "$left"
@@ -127,4 +143,5 @@ fi
   "${logs[@]}" > "$out/table.md" 2>&1
 say "total $(elapsed) s"
 echo; cat "$out/summary.txt"; echo; cat "$out/table.md"
+[ ! -s "$out/llama.md" ] || { echo; cat "$out/llama.md"; }
 [ "$test_rc" = 0 ] && [ "$bench_rc" = 0 ]

@@ -3,7 +3,8 @@
 # bundle tests/gpu/prepare.sh made, GPU_BUNDLE), W (the work folder, GPU_WORK), out (OUT, where
 # logs go; summary.txt there starts empty), say and elapsed; unpacks Deno, its npm cache, the
 # fixtures and the kernels (CUDA flavours and the CPU library, which the tensor-parallel path
-# needs for its watchdog); sets DENO, CACHED, unpack, NEURON_FIXTURES and XDG_CACHE_HOME.
+# needs for its watchdog), and llama.cpp's CUDA build where carried; sets DENO, CACHED,
+# unpack, NEURON_FIXTURES, XDG_CACHE_HOME and NEURON_LLAMA_CUDA_DIR.
 export NO_COLOR=1
 B=${GPU_BUNDLE:-kernels/build/gpu}
 W=${GPU_WORK:-kernels/build/gpu-run}
@@ -27,8 +28,12 @@ elif [ -f "$B/deno.gz" ] && gunzip_to "$B/deno.gz" "$W/deno.tmp"; then
   chmod +x "$W/deno.tmp" && mv "$W/deno.tmp" "$W/deno" && DENO=$W/deno
 elif [ -f "$B/deno.xz" ] && command -v xz >/dev/null 2>&1 && xz -dc "$B/deno.xz" > "$W/deno.tmp"; then
   chmod +x "$W/deno.tmp" && mv "$W/deno.tmp" "$W/deno" && DENO=$W/deno
+elif [ -f "$B/deno.xz" ] && command -v python3 >/dev/null 2>&1 &&
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' \
+    "$B/deno.xz" > "$W/deno.tmp"; then
+  chmod +x "$W/deno.tmp" && mv "$W/deno.tmp" "$W/deno" && DENO=$W/deno
 else
-  say "no deno: none on PATH, and no $B/deno.gz (with gzip, zcat or busybox) or $B/deno.xz (with xz)"
+  say "no deno: none on PATH, and no $B/deno.gz (with gzip, zcat or busybox) or $B/deno.xz (with xz or python3)"
   say "run tests/gpu/prepare.sh before carrying $B"; exit 2
 fi
 unpack() { "$DENO" run -A --no-lock tests/gpu/unpack.ts "$@" >> "$out/unpack.log" 2>&1; }
@@ -66,3 +71,13 @@ else
 fi
 
 export XDG_CACHE_HOME=$PWD/$W/cache
+
+# llama.cpp's CUDA build (prepare.sh LLAMA=1), for tests/gpu/llama_bench.ts; the quiet
+# logger it needs goes where quiet_log.ts looks, prebuilt (a GPU host may lack cc).
+if [ -f "$B/llama.tar.gz" ]; then
+  [ -d "$W/llama_pkg/llama" ] || { mkdir -p "$W/llama_pkg" && unpack "$B/llama.tar.gz" "$W/llama_pkg"; }
+  mkdir -p "$XDG_CACHE_HOME/neuron/llama_ref"
+  cp "$W/llama_pkg/quiet_log.so" "$XDG_CACHE_HOME/neuron/llama_ref/"
+  export NEURON_LLAMA_CUDA_DIR=$PWD/$W/llama_pkg/llama
+  say "llama.cpp CUDA build: $NEURON_LLAMA_CUDA_DIR"
+fi

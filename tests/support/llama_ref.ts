@@ -56,6 +56,8 @@ export interface LlamaOpenOptions {
   threads?: number;
   /** Only the vocabulary and metadata (tokenize, detokenize, chatTemplate, meta). */
   vocabOnly?: boolean;
+  /** Layers offloaded to a GPU (a CUDA build: NEURON_LLAMA_CUDA_DIR); default 0. */
+  gpuLayers?: number;
   /**
    * Keep llama.cpp's own threadpool, whose threads spin between calls (benchmarks, where
    * that is its speed). Default: threads that sleep, so that tests running beside it keep
@@ -450,7 +452,7 @@ export async function openLlamaModel(
   const lib = await llamaLibrary();
   const params = lib.symbols.llama_model_default_params();
   const view = checkedModelDefaults(params);
-  view.setInt32(MODEL.n_gpu_layers, 0, true);
+  view.setInt32(MODEL.n_gpu_layers, options.gpuLayers ?? 0, true);
   view.setUint8(MODEL.vocab_only, options.vocabOnly ? 1 : 0);
   lib.takeLog();
   const model = lib.symbols.llama_model_load_from_file(cString(path), params);

@@ -1,7 +1,7 @@
 /**
- * llama.cpp loaded once per test file: the libraries opened, the chosen CPU backend
- * registered, the build checked, and llama.cpp's log silenced by a native logger
- * (quiet_log.ts says why it cannot be a JavaScript callback).
+ * llama.cpp loaded once per test file: the libraries opened, the chosen CPU backend (and,
+ * in a CUDA build, the CUDA backend) registered, the build checked, and llama.cpp's log
+ * silenced by a native logger (quiet_log.ts says why it cannot be a JavaScript callback).
  */
 
 import { LlamaRefError } from "./errors.ts";
@@ -77,6 +77,15 @@ async function load(): Promise<LlamaLibrary> {
     throw new LlamaRefError(
       "llama_ref_unavailable",
       `llama.cpp's ${variant.name} CPU backend did not load: ${log.take()}`,
+    );
+  }
+  if (
+    bins.cuda !== undefined &&
+    ggml.symbols.ggml_backend_load(new TextEncoder().encode(`${bins.cuda}\0`)) === null
+  ) {
+    throw new LlamaRefError(
+      "llama_ref_unavailable",
+      `llama.cpp's CUDA backend (${bins.cuda}) did not load: ${log.take()}`,
     );
   }
   const cpu = Deno.dlopen(variant.path, GGML_CPU_SYMBOLS);

@@ -44,6 +44,8 @@ export interface LlamaBinaries {
   llama: string;
   ggml: string;
   ggmlBase: string;
+  /** The CUDA backend, in a CUDA build (NEURON_LLAMA_CUDA_DIR). */
+  cuda?: string;
 }
 
 interface BinsModule {
@@ -54,13 +56,49 @@ interface BuildMetadata {
   buildOptions?: { llamaCpp?: { release?: string } };
 }
 
-/** The package's binaries on disk, fetched into Deno's npm cache first if need be. */
+/** The release `dir`'s build metadata names; throws unless it is LLAMA_CPP_RELEASE. */
+function checkRelease(dir: string): void {
+  const meta: BuildMetadata = JSON.parse(Deno.readTextFileSync(`${dir}/_nlcBuildMetadata.json`));
+  const release = meta.buildOptions?.llamaCpp?.release;
+  if (release !== LLAMA_CPP_RELEASE) {
+    throw new LlamaRefError(
+      "llama_ref_version",
+      `the package was built from llama.cpp ${release}, the binding mirrors ${LLAMA_CPP_RELEASE}`,
+    );
+  }
+}
+
+/**
+ * The binaries on disk: with `$NEURON_LLAMA_CUDA_DIR`, the CUDA build of the same release
+ * (npm:@node-llama-cpp/linux-x64-cuda's bins folder, which tests/gpu/prepare.sh carries to
+ * a lent GPU: too large for Deno's npm cache in CI); else the CPU package, fetched into
+ * Deno's npm cache first if need be.
+ */
 export async function llamaBinaries(): Promise<LlamaBinaries> {
   if (Deno.build.os !== "linux" || Deno.build.arch !== "x86_64") {
     throw new LlamaRefError(
       "llama_ref_unavailable",
       `the llama.cpp reference runs on linux x86_64 only, not ${Deno.build.os} ${Deno.build.arch}`,
     );
+  }
+  const cudaDir = Deno.env.get("NEURON_LLAMA_CUDA_DIR");
+  if (cudaDir) {
+    try {
+      checkRelease(cudaDir);
+    } catch (err) {
+      if (err instanceof LlamaRefError) throw err;
+      throw new LlamaRefError(
+        "llama_ref_unavailable",
+        `NEURON_LLAMA_CUDA_DIR=${cudaDir} holds no llama.cpp CUDA build: ${(err as Error).message}`,
+      );
+    }
+    return {
+      dir: cudaDir,
+      llama: `${cudaDir}/libllama.cuda.v0.4.0.so`,
+      ggml: `${cudaDir}/libggml.cuda.v0.4.0.so`,
+      ggmlBase: `${cudaDir}/libggml-base.so`,
+      cuda: `${cudaDir}/libggml-cuda.so`,
+    };
   }
   let bins: ReturnType<BinsModule["getBinsDir"]>;
   try {
@@ -81,14 +119,7 @@ export async function llamaBinaries(): Promise<LlamaBinaries> {
     );
   }
   const dir = `${bins.binsDir}/linux-x64`;
-  const meta: BuildMetadata = JSON.parse(Deno.readTextFileSync(`${dir}/_nlcBuildMetadata.json`));
-  const release = meta.buildOptions?.llamaCpp?.release;
-  if (release !== LLAMA_CPP_RELEASE) {
-    throw new LlamaRefError(
-      "llama_ref_version",
-      `the package was built from llama.cpp ${release}, the binding mirrors ${LLAMA_CPP_RELEASE}`,
-    );
-  }
+  checkRelease(dir);
   return {
     dir,
     llama: `${dir}/libllama.v0.4.0.so`,
@@ -97,8 +128,16 @@ export async function llamaBinaries(): Promise<LlamaBinaries> {
   };
 }
 
-/** Each CPU variant's `ggml_backend_score()`: 0 where this CPU lacks what it needs. */
+/**
+ * Each CPU variant's `ggml_backend_score()`: 0 where this CPU lacks what it needs, or the
+ * build does not hold it (a carried CUDA build keeps a few).
+ */
 function variantScore(path: string): number {
+  try {
+    Deno.statSync(path);
+  } catch {
+    return 0;
+  }
   const lib = Deno.dlopen(path, { ggml_backend_score: { parameters: [], result: "i32" } });
   try {
     return lib.symbols.ggml_backend_score();
