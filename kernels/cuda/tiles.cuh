@@ -15,9 +15,10 @@
  * k, and where it was clear the byte went below zero, so set the bits above it. */
 template <int K>
 __device__ __forceinline__ int signed_bytes(int q) {
-  constexpr int BIT = K * 0x01010101;
-  constexpr int ABOVE = 256 / K - 2; /* BIT * ABOVE: the bits above k in each byte */
-  return (q ^ BIT) | ((~q & BIT) * ABOVE);
+  constexpr uint32_t BIT = K * 0x01010101u;
+  constexpr uint32_t ABOVE = 256 / K - 2; /* BIT * ABOVE: the bits above k in each byte */
+  const uint32_t u = (uint32_t)q;
+  return (int)((u ^ BIT) | ((~u & BIT) * ABOVE));
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ4_0 &u, int q[8], float sc[2], float mn[1]) {
