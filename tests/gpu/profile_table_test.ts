@@ -32,3 +32,30 @@ Deno.test("profile table: kernels cut into steps after each argmax, named in ord
   const steps = cutSteps(parseNcuCsv(CSV), [["m", "decode 1"], ["m", "decode 16"]]);
   assertEquals(steps.map((s) => [s.step, s.kernels.length]), [["decode 1", 2], ["decode 16", 2]]);
 });
+
+Deno.test("profile table: with ncu cut short (no CSV, no step list), the wall times still print", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    Deno.writeTextFileSync(
+      `${dir}/times.jsonl`,
+      '{"model":"m","step":"decode 1","ms":4.0731}\n{"model":"m","step":"prefill 512","ms":145.6}\n',
+    );
+    Deno.writeTextFileSync(`${dir}/ncu.csv`, "==PROF== Disconnected\n");
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./profile_table.ts", import.meta.url).pathname, ...[
+        `${dir}/times.jsonl`,
+        `${dir}/missing_steps.jsonl`,
+        `${dir}/ncu.csv`,
+      ]],
+      env: { NO_COLOR: "1" },
+    }).output();
+    const text = new TextDecoder().decode(out.stdout);
+    assertEquals(out.success, true);
+    assertEquals(text.split("\n").filter((l) => l.startsWith("| m |")), [
+      "| m | decode 1 | 4.073 |",
+      "| m | prefill 512 | 145.600 |",
+    ]);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
