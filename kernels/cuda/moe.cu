@@ -5,7 +5,9 @@
  * - moe_route: llama.cpp's softmax gating per row (kernels/cpu/moe.c's nk_moe_route):
  *   softmax (its sum in double, over the block), the k best experts in the order of
  *   ggml's argsort (libstdc++'s std::sort, moe_sort.cuh, where ties make it matter), their
- *   weights renormalised. ids are written as floats.
+ *   weights renormalised. ids are written as floats. For one row it can also write
+ *   moe_group's grouping of them (each chosen expert its own group), a launch fewer per
+ *   layer of a decode step.
  * - moe_group: the (token, slot) rows grouped by the expert they chose, in slot order.
  * - mmvq_e_* / mmv_e_* / mmv_any_e: the experts' products, one grid row of blocks per
  *   chosen expert: its weights stream once for all the rows that chose it, NT rows at a
@@ -41,7 +43,7 @@ __device__ __forceinline__ double block_sum_f64(double v, double *scratch) {
  */
 extern "C" __global__ void __launch_bounds__(MOE_THREADS)
     moe_route(float *ids, float *weights, const float *logits, int n_rows, int n_experts, int k,
-              int normalize) {
+              int normalize, int *gorder, int *gexp, int *gstart) {
   __shared__ float p[MOE_MAX_EXPERTS];
   __shared__ int order[MOE_MAX_EXPERTS];
   __shared__ float maxes[MOE_THREADS / 32];
@@ -87,6 +89,18 @@ extern "C" __global__ void __launch_bounds__(MOE_THREADS)
   for (int j = tid; j < k; j += MOE_THREADS) {
     ids[(size_t)t * k + j] = (float)order[j];
     weights[(size_t)t * k + j] = normalize ? __fdiv_rn(p[order[j]], denom) : p[order[j]];
+  }
+  /* moe_group's output for one row's k distinct experts: groups by ascending expert, one
+   * slot each. */
+  if (gorder != nullptr && n_rows == 1) {
+    for (int j = tid; j < k; j += MOE_THREADS) {
+      int rank = 0;
+      for (int i = 0; i < k; i++) rank += order[i] < order[j];
+      gexp[rank] = order[j];
+      gstart[rank] = rank;
+      gorder[rank] = j;
+    }
+    if (tid == 0) gstart[k] = k;
   }
 }
 EXPORT_KERNEL(moe_route)

@@ -13,6 +13,7 @@ import {
   checkMoeSublayer,
   checkRouting,
   EXPERT_TYPES,
+  routedProduct,
   TILED_ONLY_TYPES,
 } from "../gpu/checks/moe.ts";
 
@@ -70,5 +71,21 @@ Deno.test({
     });
     runs[1].outs.forEach((o, i) => assertEquals(Array.from(o), Array.from(runs[0].outs[i])));
     assertEquals(runs[0].launches - runs[1].launches, 2);
+  },
+});
+
+Deno.test({
+  name: "emulated CUDA: a one-token route writes the grouping its products read: one launch " +
+    "fewer than a three-token step (moe_group's)",
+  ignore: emu === null,
+  fn() {
+    const be = emu!.backend();
+    try {
+      const launches = () => be.stats().launches;
+      const pair = new Pair(be, 7);
+      assertEquals(routedProduct(pair, 3, launches) - routedProduct(pair, 1, launches), 1);
+    } finally {
+      be.close();
+    }
   },
 });

@@ -14,6 +14,7 @@ import {
   checkMoeSublayer,
   checkRouting,
   EXPERT_TYPES,
+  routedProduct,
   TILED_ONLY_TYPES,
 } from "./checks/moe.ts";
 
@@ -37,3 +38,12 @@ gpuTest("combineExperts bit for bit, and the MoE sublayer, fused and not", (be) 
     plain.close();
   }
 });
+
+gpuTest(
+  "a one-token route writes the grouping its products read: moe_group's launch saved",
+  (be) => {
+    const launches = () => be.stats().launches;
+    const pair = new Pair(be, 7);
+    assertEquals(routedProduct(pair, 3, launches) - routedProduct(pair, 1, launches), 1);
+  },
+);

@@ -284,9 +284,10 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
 
   routeExperts(ids: Activation, weights: Activation, logits: Activation, normalize: boolean): void {
     const [i, w] = [asActivation(ids, "routeExperts"), asActivation(weights, "routeExperts")];
-    recordRoute(this.#live(), i, w, asActivation(logits, "routeExperts"), normalize);
+    // Stale caches go first: the route leaves a grouping of its new ids cached (ops_moe.ts).
     this.#wrote(i);
     this.#wrote(w);
+    recordRoute(this.#live(), i, w, asActivation(logits, "routeExperts"), normalize);
   }
 
   matmulExperts(outs: Activation[], ws: ExpertWeight[], x: Activation, ids: Activation): void {

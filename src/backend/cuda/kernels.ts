@@ -63,7 +63,7 @@ function signatures(): Record<string, string> {
     add_rms_norm: "pppppiif",
     add_rms_norm_q8: "pppppppiiif",
     rms_norm_rope: "ppppiiifffffffi",
-    moe_route: "pppiiii",
+    moe_route: "pppiiiippp",
     moe_group: "ppppiii",
     moe_combine: "pppiii",
     mmv_any_e: "ppiippppiiiii",

@@ -96,9 +96,14 @@ export function recordRoute(
         `${logits.cols} logits (at most ${MAX_EXPERTS} experts)`,
     );
   }
+  // One row (a decode step): the route writes moe_group's grouping too, for the products
+  // that follow (grouped() finds it cached).
+  const grouping = logits.rows === 1 ? groupingBuffers(ctx, ids, logits.cols) : null;
   ctx.runner.tape.launch(ctx.k("moe_route"), logits.rows, 1, 1, THREADS)
     .p(ids.ptr).p(weights.ptr).p(logits.ptr).i(logits.rows).i(logits.cols).i(k)
-    .i(normalize ? 1 : 0).end();
+    .i(normalize ? 1 : 0).opt(grouping?.order ?? 0).opt(grouping?.gexp ?? 0)
+    .opt(grouping?.gstart ?? 0).end();
+  ctx.grouping = grouping;
 }
 
 export function recordMatmulExperts(
@@ -202,11 +207,7 @@ export function recordMatmulExperts(
  * ends, as quantized activations are.
  */
 function grouped(ctx: CudaContext, ids: CudaActivation, experts: number): MoeGrouping {
-  const slots = ids.rows * ids.cols;
-  const groups = Math.min(experts, slots);
-  const order = ctx.scratch("moe_order", 4 * slots);
-  const gexp = ctx.scratch("moe_gexp", 4 * groups);
-  const gstart = ctx.scratch("moe_gstart", 4 * (groups + 1));
+  const g = groupingBuffers(ctx, ids, experts);
   const cached = ctx.grouping;
   if (
     cached !== null && cached.src.ptr === ids.ptr && cached.src.rows === ids.rows &&
@@ -215,16 +216,24 @@ function grouped(ctx: CudaContext, ids: CudaActivation, experts: number): MoeGro
     return cached;
   }
   ctx.runner.tape.launch(ctx.k("moe_group"), 1, 1, 1, MOE_GROUP_THREADS)
-    .p(order).p(gexp).p(gstart).p(ids.ptr).i(slots).i(experts).i(groups).end();
-  ctx.grouping = {
+    .p(g.order).p(g.gexp).p(g.gstart).p(ids.ptr).i(ids.rows * ids.cols).i(experts).i(g.groups)
+    .end();
+  ctx.grouping = g;
+  return g;
+}
+
+/** The scratch buffers a grouping of `ids` over `experts` goes to (growing one flushes). */
+function groupingBuffers(ctx: CudaContext, ids: CudaActivation, experts: number): MoeGrouping {
+  const slots = ids.rows * ids.cols;
+  const groups = Math.min(experts, slots);
+  return {
     src: { ptr: ids.ptr, rows: ids.rows, cols: ids.cols },
     experts,
-    order,
-    gexp,
-    gstart,
+    order: ctx.scratch("moe_order", 4 * slots),
+    gexp: ctx.scratch("moe_gexp", 4 * groups),
+    gstart: ctx.scratch("moe_gstart", 4 * (groups + 1)),
     groups,
   };
-  return ctx.grouping;
 }
 
 export function recordCombine(

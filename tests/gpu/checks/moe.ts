@@ -106,6 +106,28 @@ export function checkMatmulExperts(pair: Pair, type: string, tiledOnly = false):
   }
 }
 
+/**
+ * A routed Q4_K expert product of `tokens` rows (routeExperts, then matmulExperts) checked
+ * against the reference; returns what `launches` (the device backend's launch counter)
+ * grew by over the two ops.
+ */
+export function routedProduct(pair: Pair, tokens: number, launches: () => number): number {
+  const [n, k, rows, cols] = [8, 2, 64, 256];
+  const stack = experts(pair, "Q4_K", n, rows, cols);
+  const logits = pair.upload(randomF32(pair.rng, tokens * n, 2), tokens, n);
+  const x = pair.random(tokens, cols);
+  const [ids, weights] = [pair.activation(tokens, k), pair.activation(tokens, k)];
+  const out = pair.activation(tokens * k, rows);
+  pair.read(x);
+  const before = launches();
+  for (const side of ["dev", "ref"] as const) {
+    pair[side].routeExperts(ids[side], weights[side], logits[side], true);
+    pair[side].matmulExperts([out[side]], [stack[side]], x[side], ids[side]);
+  }
+  pair.check(`routed expert product of ${tokens} tokens`, out, 0.05);
+  return launches() - before;
+}
+
 export function checkCombine(pair: Pair): void {
   const [tokens, k, cols] = [5, 8, 300];
   const e = pair.random(tokens * k, cols);
