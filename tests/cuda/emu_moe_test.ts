@@ -5,7 +5,7 @@
  */
 
 import { assertEquals } from "../support/assert.ts";
-import { emulator } from "./support.ts";
+import { emulator, fusionRuns } from "./support.ts";
 import { Pair } from "../gpu/checks/pair.ts";
 import {
   checkCombine,
@@ -60,15 +60,7 @@ Deno.test({
     "launches bitwise, two launches fewer",
   ignore: emu === null,
   fn() {
-    const runs = [false, true].map((fusion) => {
-      const be = emu!.backend({ fusion });
-      try {
-        const outs = checkMoeSublayer(new Pair(be, 7));
-        return { outs, launches: be.stats().launches };
-      } finally {
-        be.close();
-      }
-    });
+    const runs = fusionRuns(emu!, (be) => checkMoeSublayer(new Pair(be, 7)));
     runs[1].outs.forEach((o, i) => assertEquals(Array.from(o), Array.from(runs[0].outs[i])));
     assertEquals(runs[0].launches - runs[1].launches, 2);
   },

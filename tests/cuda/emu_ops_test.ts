@@ -4,7 +4,7 @@
  */
 
 import { assertEquals } from "../support/assert.ts";
-import { emulator } from "./support.ts";
+import { emulator, fusionRuns } from "./support.ts";
 import { Pair } from "../gpu/checks/pair.ts";
 import { checkMatmul, MATMUL_TYPES } from "../gpu/checks/matmul.ts";
 import {
@@ -59,15 +59,7 @@ Deno.test({
     "plain kernels bitwise in half the launches",
   ignore: emu === null,
   fn() {
-    const runs = [false, true].map((fusion) => {
-      const be = emu!.backend({ fusion });
-      try {
-        const outs = checkNormRope(new Pair(be));
-        return { outs, launches: be.stats().launches };
-      } finally {
-        be.close();
-      }
-    });
+    const runs = fusionRuns(emu!, (be) => checkNormRope(new Pair(be)));
     runs[1].outs.forEach((o, i) => assertEquals(Array.from(o), Array.from(runs[0].outs[i])));
     // Each case's two norms and two ropes launch as two kernels.
     assertEquals(runs[0].launches - runs[1].launches, 2 * ROPE_CASES.length);

@@ -54,6 +54,25 @@ export function emulator(): Promise<Emulator | null> {
   return pending;
 }
 
+/**
+ * `check` on a fresh emulated backend with fusion off, then on: each run's result and the
+ * launches it recorded, for tests that fused kernels equal the plain ones in fewer launches.
+ */
+export function fusionRuns<T>(
+  emu: Emulator,
+  check: (be: CudaBackend) => T,
+): { outs: T; launches: number }[] {
+  return [false, true].map((fusion) => {
+    const be = emu.backend({ fusion });
+    try {
+      const outs = check(be);
+      return { outs, launches: be.stats().launches };
+    } finally {
+      be.close();
+    }
+  });
+}
+
 /** The emulator's device settings back to a plain 9.0 GPU with 16 GiB (an H100's registers). */
 export function resetEmulator(emu: Emulator): void {
   for (

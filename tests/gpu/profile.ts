@@ -27,6 +27,7 @@ import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import { gpuOptions } from "./support.ts";
 import { SMALL_SHAPE } from "./checks/model.ts";
 import { GPU_MODELS, type GpuModel } from "./models.ts";
+import { median } from "../../src/bench/runner.ts";
 
 /** The bench's models (models.ts), and the GPU checks' small shape for dry runs. */
 const MODELS: Record<string, GpuModel> = {
@@ -126,11 +127,6 @@ class Steps {
     const ids = Int32Array.from({ length: streams }, (_, s) => (17 + 31 * s + at) % vocab);
     return this.#run(ids, layout, Int32Array.from({ length: streams }, (_, s) => s));
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1];
 }
 
 for (const name of values.models.split(",")) {

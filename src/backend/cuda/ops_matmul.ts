@@ -8,7 +8,7 @@
  */
 
 import { GgmlType } from "../../gguf/types.ts";
-import type { CudaContext, DeviceRows } from "./context.ts";
+import type { CudaContext } from "./context.ts";
 import { invalidArgument } from "./errors.ts";
 import {
   GEMM_MIN_TOKENS,
@@ -22,13 +22,9 @@ import {
 } from "./matmul_plan.ts";
 import type { Kernel } from "./kernels.ts";
 import type { CudaActivation, CudaWeight } from "./resources.ts";
-import { fuseQuantize, recordMatvec } from "./fusion.ts";
+import { fuseQuantize, recordMatvec, same } from "./fusion.ts";
 
 const MV_THREADS = 128;
-
-function same(a: DeviceRows, b: CudaActivation): boolean {
-  return a.ptr === b.ptr && a.rows === b.rows && a.cols === b.cols;
-}
 
 /** `x` quantized to q8_1 (cached until something writes x or the step ends). */
 export function quantized(

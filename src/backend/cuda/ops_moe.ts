@@ -14,7 +14,7 @@ import { invalidArgument } from "./errors.ts";
 import { upload } from "./loading.ts";
 import { expertsTiled, expertThreadsPerRow, matvecPlan, supportedType } from "./matmul_plan.ts";
 import { quantized } from "./ops_matmul.ts";
-import { type ExpertLaunch, note } from "./fusion.ts";
+import { type ExpertLaunch, note, same } from "./fusion.ts";
 import type { CudaActivation } from "./resources.ts";
 
 /** llama.cpp's LLAMA_MAX_EXPERTS (moe.cu's MOE_MAX_EXPERTS). */
@@ -209,12 +209,7 @@ export function recordMatmulExperts(
 function grouped(ctx: CudaContext, ids: CudaActivation, experts: number): MoeGrouping {
   const g = groupingBuffers(ctx, ids, experts);
   const cached = ctx.grouping;
-  if (
-    cached !== null && cached.src.ptr === ids.ptr && cached.src.rows === ids.rows &&
-    cached.src.cols === ids.cols && cached.experts === experts
-  ) {
-    return cached;
-  }
+  if (cached !== null && same(cached.src, ids) && cached.experts === experts) return cached;
   ctx.runner.tape.launch(ctx.k("moe_group"), 1, 1, 1, MOE_GROUP_THREADS)
     .p(g.order).p(g.gexp).p(g.gstart).p(ids.ptr).i(ids.rows * ids.cols).i(experts).i(g.groups)
     .end();
