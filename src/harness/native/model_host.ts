@@ -271,7 +271,12 @@ export class ModelHost {
       }
       case "event": {
         const stream = this.#streams.get(msg.id);
-        if (!stream) return;
+        if (!stream) {
+          // The Worker accepts a request before its first event and ends it with its last:
+          // an event with nowhere to go is a broken promise of the protocol, never normal.
+          log.warn("model worker event for a request not in flight", { id: msg.id });
+          return;
+        }
         stream.push(msg.event);
         if (stream.ended) this.#streams.delete(msg.id);
         return;

@@ -138,19 +138,24 @@ export class ModelSession {
 
   /**
    * Renders, tokenizes and queues a request; its events go to `sink`. Resolves with the
-   * prompt's length in tokens. A long prompt is tokenized a slice at a time, `pause`
-   * between slices. Errors (bad template input, prompt too long, the session closed
-   * meanwhile) reject it, before anything is queued.
+   * prompt's length in tokens, which `queued` also receives the moment the request is
+   * queued: whatever announces the request to its reader belongs there, since a step may
+   * run (and send the first token) before a `.then` on the promise does. A long prompt is
+   * tokenized a slice at a time, `pause` between slices. Errors (bad template input, prompt
+   * too long, the session closed meanwhile) reject it, before anything is queued.
    */
   async submit(
     request: GenerateRequest,
     sink: (event: GenerationEvent) => void,
     pause?: Pause,
+    queued?: (promptTokens: number) => void,
   ): Promise<number> {
     const prepared = await this.frontEnd.prepare(request, sink, pause);
     if (this.#closed) throw new ModelGoneError("engine_closed", "the model was unloaded");
     this.engine.submit(prepared.request, prepared.outputs);
-    return prepared.request.prompt.length;
+    const promptTokens = prepared.request.prompt.length;
+    queued?.(promptTokens);
+    return promptTokens;
   }
 
   /**
