@@ -12,8 +12,9 @@
 import { ConstraintError } from "./errors.ts";
 import { gbnfClass, gbnfLiteral, JSON_PLAIN_EXCLUDED } from "./gbnf_text.ts";
 import { integerRange } from "./json_numbers.ts";
-import { CHAR_RULE, MAX_COUNT, stringContent } from "./json_strings.ts";
+import { CHAR_RULE, stringContent } from "./json_strings.ts";
 import { objectRule, type ObjectShape } from "./json_objects.ts";
+import { arrayRule } from "./json_arrays.ts";
 
 const PRIMITIVES: Record<string, string> = {
   space: String.raw`| " " | "\n"{1,2} [ \t]{0,20}`,
@@ -251,7 +252,7 @@ export class SchemaConverter {
       case "number":
         return this.#number(schema, where, hint);
       case "array":
-        return this.#array(schema, where, hint);
+        return arrayRule(this, schema, where, hint);
       default:
         return objectRule(this, schema as ObjectShape, where, hint);
     }
@@ -297,71 +298,6 @@ export class SchemaConverter {
       `${where}: bounds on a number ('${bounds.join("', '")}') cannot be enforced, except ` +
         "minimum 0; use an integer, or a string with a pattern",
     );
-  }
-
-  #array(schema: Schema, where: string, hint: string): string {
-    const num = (k: string): number | undefined => {
-      const v = schema[k];
-      if (v === undefined) return undefined;
-      if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
-        throw new ConstraintError(
-          "invalid_schema",
-          `${where}/${k}: must be a non-negative integer`,
-        );
-      }
-      if (v > MAX_COUNT) {
-        throw new ConstraintError(
-          "unsupported_schema",
-          `${where}/${k}: ${v} is above ${MAX_COUNT}, the most that can be enforced`,
-        );
-      }
-      return v;
-    };
-    const min = num("minItems") ?? 0;
-    const max = num("maxItems");
-    if (max !== undefined && max < min) {
-      throw new ConstraintError("invalid_schema", `${where}: maxItems is below minItems`);
-    }
-    const sp = this.primitive("space");
-    const prefix = schema.prefixItems;
-    if (prefix !== undefined && (!Array.isArray(prefix) || prefix.length === 0)) {
-      throw new ConstraintError(
-        "invalid_schema",
-        `${where}/prefixItems: must be a non-empty array`,
-      );
-    }
-    const fixed = (prefix as unknown[] | undefined ?? []).map((s, i) =>
-      this.visit(s, `${where}/prefixItems/${i}`, `${hint}-${i}`)
-    );
-    const extraMin = Math.max(0, min - fixed.length);
-    const extraMax = max === undefined ? Infinity : max - fixed.length;
-    const items = schema.items;
-    const noExtra = items === false || (prefix !== undefined && items === undefined);
-    if (extraMax < 0 || (noExtra && extraMin > 0)) {
-      throw new ConstraintError(
-        "invalid_schema",
-        `${where}: minItems/maxItems cannot be met with these prefixItems and items`,
-      );
-    }
-    const parts = fixed.map((f, i) => (i === 0 ? f : `"," ${sp} ${f}`));
-    if (!noExtra && extraMax > 0) {
-      const item = this.visit(items ?? true, `${where}/items`, `${hint}-item`);
-      const sep = `"," ${sp} ${item}`;
-      const rep = (lo: number, hi: number): string =>
-        hi === Infinity
-          ? `(${sep}){${lo},}`
-          : hi === lo
-          ? `(${sep}){${lo}}`
-          : `(${sep}){${lo},${hi}}`;
-      if (fixed.length > 0) {
-        if (extraMax > 0) parts.push(rep(extraMin, extraMax));
-      } else if (extraMin > 0) {
-        parts.push(item, rep(extraMin - 1, extraMax - 1));
-      } else {
-        parts.push(`(${item} ${rep(0, extraMax - 1)})?`);
-      }
-    }
-    return this.rule(hint, `"[" ${sp} ${parts.join(" ")} "]" ${sp}`);
   }
 
   #ref(schema: Schema, where: string): string {

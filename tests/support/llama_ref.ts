@@ -24,59 +24,20 @@ import {
   type LlamaSymbols,
 } from "./llama_cpp/library.ts";
 import { checkedModelDefaults, MODEL, POOLING, type Pooling } from "./llama_cpp/abi.ts";
-import {
-  type ContextKind,
-  contextParams,
-  type KvCacheType,
-  UBATCH_TOKENS,
-} from "./llama_cpp/context.ts";
+import { type ContextKind, contextParams, UBATCH_TOKENS } from "./llama_cpp/context.ts";
 import { detokenize, metaValue, tokenize } from "./llama_cpp/text.ts";
-import { address, decode, decodeSequences, floats, withPinned } from "./llama_cpp/batch.ts";
+import { decode, decodeSequences, floats } from "./llama_cpp/batch.ts";
 import { argmaxMargin, topLogits } from "./logits.ts";
 import { LlamaGrammar } from "./llama_cpp/grammar.ts";
+import { applyChatTemplate, type ChatMessage } from "./llama_cpp/chat.ts";
+import { DEFAULT_THREADS, type LlamaOpenOptions } from "./llama_cpp/options.ts";
 
 export { LlamaRefError } from "./llama_cpp/errors.ts";
 export type { Pooling } from "./llama_cpp/abi.ts";
 export { topLogits } from "./logits.ts";
 export type { LlamaGrammar } from "./llama_cpp/grammar.ts";
-
-/**
- * One thread unless asked: the suite runs two test files at once on two cores, and
- * llama.cpp's threads wait for each other at every op, so with a core taken by the other
- * file two threads ran slower than one (a fixture check: 10 s against 5 s beside one busy
- * core; 90 s in the full suite, which took 13 min 18 s with two threads and 7 min 44 s
- * with one). Benchmarks, and the goldens' reproduction, ask for two.
- */
-const THREADS = 1;
-
-export interface LlamaOpenOptions {
-  /** KV cache size in tokens: a prompt plus what is generated must fit. Default 2048. */
-  contextLength?: number;
-  /** Threads of every context (default 1). */
-  threads?: number;
-  /** Only the vocabulary and metadata (tokenize, detokenize, chatTemplate, meta). */
-  vocabOnly?: boolean;
-  /** Layers offloaded to a GPU (a CUDA build: NEURON_LLAMA_CUDA_DIR); default 0. */
-  gpuLayers?: number;
-  /**
-   * Keep llama.cpp's own threadpool, whose threads spin between calls (benchmarks, where
-   * that is its speed). Default: threads that sleep, so that tests running beside it keep
-   * their cores.
-   */
-  spin?: boolean;
-  /** KV cache type (llama.cpp's -ctk and -ctv together; quantized ones with flash attention,
-   * which llama.cpp needs for a quantized V). Default f16. */
-  kvType?: KvCacheType;
-  /** The V cache's type when it differs from K's. */
-  vType?: KvCacheType;
-  /**
-   * llama.cpp rotates a quantized cache's heads by a Walsh-Hadamard matrix where head_dim is a
-   * multiple of 64 (attn_rot_k/v, spreading outliers before quantization); neuron does
-   * not, so by default the reference runs without it (LLAMA_ATTN_ROT_DISABLE) to compare
-   * the same arithmetic. true keeps llama.cpp's default.
-   */
-  rotateQuantizedKv?: boolean;
-}
+export type { ChatMessage } from "./llama_cpp/chat.ts";
+export type { LlamaOpenOptions } from "./llama_cpp/options.ts";
 
 export interface GreedyStep {
   id: number;
@@ -84,11 +45,6 @@ export interface GreedyStep {
   /** Top-1 minus top-2 logit of the step's distribution. */
   margin: number;
   top5: Array<[number, number]>;
-}
-
-export interface ChatMessage {
-  role: string;
-  content: string;
 }
 
 type Ptr = NonNullable<Deno.PointerValue>;
@@ -186,33 +142,13 @@ export class LlamaModel {
       }
       template = Deno.UnsafePointerView.getCString(ptr);
     }
-    const strings = messages.flatMap((m) => [cString(m.role), cString(m.content)]);
-    const chat = new BigUint64Array(new ArrayBuffer(strings.length * 8));
-    strings.forEach((s, i) => (chat[i] = address(s)));
-    let capacity = 2 * strings.reduce((a, s) => a + s.length, 0) + 1024;
-    for (;;) {
-      const out = new Uint8Array(capacity);
-      const n = withPinned(
-        [chat, ...strings],
-        () =>
-          this.#sym.llama_chat_apply_template(
-            cString(template),
-            chat,
-            BigInt(messages.length),
-            opts.addAssistant ?? true,
-            out,
-            capacity,
-          ),
-      );
-      if (n < 0) {
-        throw new LlamaRefError(
-          "llama_ref_unsupported",
-          `llama_chat_apply_template does not know this template: ${this.#lib.takeLog()}`,
-        );
-      }
-      if (n <= capacity) return new TextDecoder().decode(out.subarray(0, n));
-      capacity = n;
-    }
+    return applyChatTemplate(
+      this.#sym,
+      template,
+      messages,
+      opts.addAssistant ?? true,
+      () => this.#lib.takeLog(),
+    );
   }
 
   /** All logits at the last position of `tokens`. */
@@ -407,7 +343,7 @@ export class LlamaModel {
   }
 
   #createContext(model: Ptr, kind: ContextKind): Ptr {
-    const threads = this.#options.threads ?? THREADS;
+    const threads = this.#options.threads ?? DEFAULT_THREADS;
     const kType = this.#options.kvType ?? "f16";
     const params = contextParams(this.#sym, this.contextLength, threads, kind, {
       k: kType,
