@@ -50,10 +50,7 @@ export class WorkerLoop {
         return;
       case "generate": {
         const id = msg.request.id;
-        if (session === null) {
-          this.send({ op: "rejected", id, code: "engine_closed", message: "model not loaded" });
-          return;
-        }
+        if (session === null) return this.#reject(id, "engine_closed", "model not loaded");
         const sink = (event: GenerationEvent): void => this.send({ op: "event", id, event });
         // Accepted as it is queued: the host drops events of a request it has not seen
         // accepted, and a step can run between the queueing and a `.then` on the promise.
@@ -61,16 +58,13 @@ export class WorkerLoop {
         // A long prompt is tokenized a slice at a time, steps and messages running between.
         session.submit(msg.request, sink, this.#pause, accepted).then(
           () => this.#run(),
-          (err) => this.send({ op: "rejected", id, code: codeOf(err), message: errorMessage(err) }),
+          (err) => this.#reject(id, codeOf(err), errorMessage(err)),
         );
         return;
       }
       case "pool": {
         const id = msg.request.id;
-        if (session === null) {
-          this.send({ op: "rejected", id, code: "engine_closed", message: "model not loaded" });
-          return;
-        }
+        if (session === null) return this.#reject(id, "engine_closed", "model not loaded");
         session.pool(msg.request, this.#pause).then(
           ({ result }) => {
             this.#run();
@@ -80,7 +74,7 @@ export class WorkerLoop {
                 this.send({ op: "pool_failed", id, code: codeOf(err), message: errorMessage(err) }),
             );
           },
-          (err) => this.send({ op: "rejected", id, code: codeOf(err), message: errorMessage(err) }),
+          (err) => this.#reject(id, codeOf(err), errorMessage(err)),
         );
         return;
       }
@@ -96,6 +90,11 @@ export class WorkerLoop {
         this.send({ op: "closed" });
         return;
     }
+  }
+
+  /** Refuses a request before anything of it was queued. */
+  #reject(id: string, code: string, message: string): void {
+    this.send({ op: "rejected", id, code, message });
   }
 
   #pause = (): Promise<void> => this.stepYield(this.#doorbell, () => this.#received);
