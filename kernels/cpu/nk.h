@@ -84,6 +84,9 @@ NK_API void *nk_alloc(uint64_t bytes);
  * 4 KiB pages take every 4 KiB, which measurably slows a streaming core. nk_free frees it. */
 NK_API void *nk_alloc_huge(uint64_t bytes);
 NK_API void nk_free(void *ptr);
+/* Backs every page of p[0, bytes) (an nk_alloc_huge buffer) with memory now, the pool's
+ * threads each taking a share: NK_ENOMEM when the system cannot. */
+NK_API int32_t nk_prefault(nk_pool *pool, void *p, uint64_t bytes);
 
 /* Bytes of one row of `cols` values of `type`; negative when the type is unknown or cols
  * is not a whole number of blocks. */

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <immintrin.h>
+#include <errno.h>
 
 #include "nk_internal.h"
 
@@ -150,6 +151,41 @@ void *nk_alloc_huge(uint64_t bytes) {
   /* Advice only: without transparent huge pages the buffer still works, on small pages. */
   if (p) madvise(p, n, MADV_HUGEPAGE);
   return p;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+typedef struct {
+  uint8_t *p;
+  uint64_t bytes;
+  _Atomic int32_t failed;
+} prefault_args;
+
+/* Thread ith's share, cut at huge-page boundaries: populated by the kernel (Linux 5.14+,
+ * on huge pages where the buffer was advised them), else one write per small page. */
+static void prefault_task(void *arg, int32_t ith, int32_t nth) {
+  prefault_args *a = arg;
+  const uint64_t pages = (a->bytes + NK_HUGE_PAGE - 1) / NK_HUGE_PAGE;
+  const uint64_t first = pages * (uint64_t)ith / (uint64_t)nth;
+  const uint64_t last = pages * (uint64_t)(ith + 1) / (uint64_t)nth;
+  const uint64_t from = first * NK_HUGE_PAGE;
+  const uint64_t to = last * NK_HUGE_PAGE < a->bytes ? last * NK_HUGE_PAGE : a->bytes;
+  if (from >= to) return;
+  if (madvise(a->p + from, to - from, MADV_POPULATE_WRITE) == 0) return;
+  if (errno != EINVAL) {
+    a->failed = 1;
+    return;
+  }
+  for (uint64_t at = from; at < to; at += 4096) __atomic_fetch_or(a->p + at, 0, __ATOMIC_RELAXED);
+}
+
+int32_t nk_prefault(nk_pool *pool, void *p, uint64_t bytes) {
+  if (!pool || (!p && bytes > 0)) return NK_EINVAL;
+  prefault_args a = {.p = p, .bytes = bytes, .failed = 0};
+  nk_pool_run(pool, prefault_task, &a);
+  return a.failed ? NK_ENOMEM : NK_OK;
 }
 
 void nk_free(void *ptr) {

@@ -174,7 +174,7 @@ export class CpuBackend implements Backend, BandwidthProbe, RowDraws {
     return new CpuKvCache(spec, this.kernels, (b) => {
       this.#owned.add(b);
       return b;
-    });
+    }, (b) => this.pool.prefault(b));
   }
 
   copyKvRows(cache: KvCache, from: number, to: number, rows: number): void {

@@ -17,11 +17,13 @@ export class CpuKvCache implements KvCache {
   readonly k: NativeBuffer[];
   readonly v: NativeBuffer[];
 
-  /** Allocates the layers' buffers through `alloc` (the backend's, which owns them). */
+  /** Allocates the layers' buffers, each handed to `own` (the backend, which frees them);
+   * those on huge pages are backed at once by `prefault`. */
   constructor(
     readonly spec: KvCacheSpec,
     kernels: CpuKernels,
     own: (b: NativeBuffer) => NativeBuffer,
+    prefault: (b: NativeBuffer) => void,
   ) {
     this.layout = {
       type: kvTypeId(spec.dtype),
@@ -33,9 +35,15 @@ export class CpuKvCache implements KvCache {
     this.bytes = kvCacheBytes(spec);
     const bytes = kvLayoutBytes(this.layout);
     // On huge pages where a layer fills one: attention walks a head's rows a few KiB apart,
-    // which on 4 KiB pages costs a page walk every position or two.
-    const alloc = (): NativeBuffer =>
-      own(bytes >= HUGE_PAGE_BYTES ? kernels.allocHuge(bytes) : kernels.alloc(bytes));
+    // which on 4 KiB pages costs a page walk every position or two. Backed at load, as
+    // llama.cpp clears its cache when it makes a context: a page first touched by a decode
+    // step is zeroed by the kernel inside that step. (A small buffer is zeroed when made.)
+    const alloc = (): NativeBuffer => {
+      if (bytes < HUGE_PAGE_BYTES) return own(kernels.alloc(bytes));
+      const b = own(kernels.allocHuge(bytes));
+      prefault(b);
+      return b;
+    };
     this.k = Array.from({ length: spec.nLayers }, alloc);
     this.v = Array.from({ length: spec.nLayers }, alloc);
   }

@@ -188,6 +188,7 @@ export const CPU_SYMBOLS = {
   nk_f16_to_f32: { parameters: ["pointer", "pointer", "i64"], result: "void" },
   nk_f32_to_f16: { parameters: ["pointer", "pointer", "i64"], result: "void" },
   nk_bandwidth: { parameters: ["pointer", "u64", "i32"], result: "f64" },
+  nk_prefault: { parameters: ["pointer", "pointer", "u64"], result: "i32" },
   nk_read_checksum: {
     parameters: ["pointer", "buffer", "i64", "i32", "buffer"],
     result: "i32",
