@@ -164,7 +164,8 @@ typedef struct {
 } prefault_args;
 
 /* Thread ith's share, cut at huge-page boundaries: populated by the kernel (Linux 5.14+,
- * on huge pages where the buffer was advised them), else one write per small page. */
+ * on huge pages where the buffer was advised them), else by one write per small page that
+ * leaves its byte as it was. */
 static void prefault_task(void *arg, int32_t ith, int32_t nth) {
   prefault_args *a = arg;
   const uint64_t pages = (a->bytes + NK_HUGE_PAGE - 1) / NK_HUGE_PAGE;
@@ -174,7 +175,9 @@ static void prefault_task(void *arg, int32_t ith, int32_t nth) {
   const uint64_t to = last * NK_HUGE_PAGE < a->bytes ? last * NK_HUGE_PAGE : a->bytes;
   if (from >= to) return;
   if (madvise(a->p + from, to - from, MADV_POPULATE_WRITE) == 0) return;
-  if (errno != EINVAL) {
+  /* Only a refusal for want of memory is final; an older kernel (EINVAL) or a passing
+   * shortage (EAGAIN) falls back to touching the pages. */
+  if (errno == ENOMEM) {
     a->failed = 1;
     return;
   }
