@@ -21,30 +21,41 @@ __device__ __forceinline__ int signed_bytes(int q) {
   return (int)((u ^ BIT) | ((~u & BIT) * ABOVE));
 }
 
-__device__ __forceinline__ void tile_of(const UnitQ4_0 &u, int q[8], float sc[2], float mn[1]) {
+/* Words of 4-bit values (two to a byte, the low nibbles first in activation order) as
+ * bytes: the low nibbles' N words, then the high nibbles'. */
+template <int N>
+__device__ __forceinline__ void nibble_bytes(const int (&w)[N], int *q) {
 #pragma unroll
-  for (int i = 0; i < 4; i++) q[i] = u.q[i] & 0x0F0F0F0F, q[i + 4] = (u.q[i] >> 4) & 0x0F0F0F0F;
+  for (int i = 0; i < N; i++) q[i] = w[i] & 0x0F0F0F0F, q[i + N] = (w[i] >> 4) & 0x0F0F0F0F;
+}
+
+/* A unit whose values load as bytes already, its first half then its second. */
+template <int N>
+__device__ __forceinline__ void halves_bytes(const int (&lo)[N], const int (&hi)[N], int *q) {
+#pragma unroll
+  for (int i = 0; i < N; i++) q[i] = lo[i], q[i + N] = hi[i];
+}
+
+__device__ __forceinline__ void tile_of(const UnitQ4_0 &u, int q[8], float sc[2], float mn[1]) {
+  nibble_bytes(u.q, q);
   sc[0] = sc[1] = u.d;
   mn[0] = 8.0f * u.d;
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ4_1 &u, int q[8], float sc[2], float mn[1]) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) q[i] = u.q[i] & 0x0F0F0F0F, q[i + 4] = (u.q[i] >> 4) & 0x0F0F0F0F;
+  nibble_bytes(u.q, q);
   sc[0] = sc[1] = u.d;
   mn[0] = -u.m;
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ5_0 &u, int q[8], float sc[2], float mn[1]) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) q[i] = u.lo[i], q[i + 4] = u.hi[i];
+  halves_bytes(u.lo, u.hi, q);
   sc[0] = sc[1] = u.d;
   mn[0] = 16.0f * u.d;
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ5_1 &u, int q[8], float sc[2], float mn[1]) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) q[i] = u.lo[i], q[i + 4] = u.hi[i];
+  halves_bytes(u.lo, u.hi, q);
   sc[0] = sc[1] = u.d;
   mn[0] = -u.m;
 }
@@ -80,14 +91,12 @@ __device__ __forceinline__ void k_pair_scales(const U &u, float sc[4], float mn[
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ4_K &u, int q[16], float sc[4], float mn[2]) {
-#pragma unroll
-  for (int i = 0; i < 8; i++) q[i] = u.q[i] & 0x0F0F0F0F, q[i + 8] = (u.q[i] >> 4) & 0x0F0F0F0F;
+  nibble_bytes(u.q, q);
   k_pair_scales(u, sc, mn);
 }
 
 __device__ __forceinline__ void tile_of(const UnitQ5_K &u, int q[16], float sc[4], float mn[2]) {
-#pragma unroll
-  for (int i = 0; i < 8; i++) q[i] = u.lo[i], q[i + 8] = u.hi[i];
+  halves_bytes(u.lo, u.hi, q);
   k_pair_scales(u, sc, mn);
 }
 

@@ -17,12 +17,17 @@ export const GPU_MODELS: Readonly<Record<string, GpuModel>> = {
   "30b": { label: "qwen3-30b-a3b Q4_K_M", path: () => syntheticModel("qwen3-30b-a3b", "q4_k_m") },
 };
 
-/** The models of a comma-separated --models list; an unknown name is an error. */
-export function gpuModels(list: string): GpuModel[] {
+/** The models of a comma-separated --models list, among GPU_MODELS and `more`; an unknown
+ * name is an error. */
+export function gpuModels(
+  list: string,
+  more: Readonly<Record<string, GpuModel>> = {},
+): GpuModel[] {
+  const known = { ...GPU_MODELS, ...more };
   return list.split(",").map((m) => {
-    const c = GPU_MODELS[m.trim()];
+    const c = known[m.trim()];
     if (c === undefined) {
-      throw new Error(`--models: ${m} is not one of ${Object.keys(GPU_MODELS).join(", ")}`);
+      throw new Error(`--models: ${m} is not one of ${Object.keys(known).join(", ")}`);
     }
     return c;
   });

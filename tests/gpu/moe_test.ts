@@ -1,7 +1,8 @@
 /**
  * The mixture-of-experts kernels against the reference backend on a real GPU (the checks
  * the emulator runs, tests/cuda/emu_moe_test.ts): routing, the grouped expert products of
- * every kernel family (tiled ones included), the weighted sum, and the sublayer with device-side expert ids.
+ * every kernel family (tiled ones included), the weighted sum, and the sublayer with
+ * device-side expert ids.
  */
 
 import { assertEquals } from "../support/assert.ts";

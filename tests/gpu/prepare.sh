@@ -46,19 +46,22 @@ else
   mkdir -p "$out"
   bin=$(NO_COLOR=1 $DENO eval 'console.log(Deno.execPath())')
   rm -f "$out/deno_dir.tar.xz" "$out/kernels.tar.xz" "$out/llama.tar.gz"
+  # Deno as $out/deno.$1, compressed by the command after it, unless already newer than it.
+  pack_deno() {
+    local to=$out/deno.$1
+    shift
+    if [ ! -f "$to" ] || [ "$bin" -nt "$to" ]; then
+      echo "compressing $bin ($1)"
+      "$@" -c "$bin" > "$to.tmp" && mv "$to.tmp" "$to"
+    fi
+  }
   if [ "${LLAMA:-0}" = 1 ]; then
     rm -f "$out/deno.gz"
     bash tests/gpu/prepare_llama.sh "$out"
-    if [ ! -f "$out/deno.xz" ] || [ "$bin" -nt "$out/deno.xz" ]; then
-      echo "compressing $bin (xz)"
-      xz -9 -T2 -c "$bin" > "$out/deno.xz.tmp" && mv "$out/deno.xz.tmp" "$out/deno.xz"
-    fi
+    pack_deno xz xz -9 -T2
   else
     rm -f "$out/deno.xz"
-    if [ ! -f "$out/deno.gz" ] || [ "$bin" -nt "$out/deno.gz" ]; then
-      echo "compressing $bin"
-      gzip -9 -c "$bin" > "$out/deno.gz.tmp" && mv "$out/deno.gz.tmp" "$out/deno.gz"
-    fi
+    pack_deno gz gzip -9
   fi
   denodir=$(NO_COLOR=1 $DENO info | sed -n 's/^DENO_DIR location: //p')
   # What the GPU suite, the NCCL test and the bench import from npm: zod and jinja (the

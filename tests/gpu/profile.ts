@@ -26,12 +26,11 @@ import { readModel } from "../../src/models/registry.ts";
 import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import { gpuOptions } from "./support.ts";
 import { SMALL_SHAPE } from "./checks/model.ts";
-import { GPU_MODELS, type GpuModel } from "./models.ts";
+import { type GpuModel, gpuModels } from "./models.ts";
 import { median } from "../../src/bench/runner.ts";
 
-/** The bench's models (models.ts), and the GPU checks' small shape for dry runs. */
-const MODELS: Record<string, GpuModel> = {
-  ...GPU_MODELS,
+/** Besides the bench's models (models.ts), the GPU checks' small shape for dry runs. */
+const SMALL: Record<string, GpuModel> = {
   small: {
     label: "small Q8_0",
     path: () => {
@@ -129,10 +128,7 @@ class Steps {
   }
 }
 
-for (const name of values.models.split(",")) {
-  const entry = MODELS[name];
-  if (!entry) throw new Error(`--models: ${name} is none of ${Object.keys(MODELS).join(", ")}`);
-  const { label, path } = entry;
+for (const { label, path } of gpuModels(values.models, SMALL)) {
   const file = openGguf(path());
   const be = createCudaBackend(gpuOptions());
   try {
