@@ -1,5 +1,6 @@
 import { assert, assertEquals } from "../../tests/support/assert.ts";
 import { assertEveryChunking, feed } from "../../tests/support/chunking.ts";
+import { growth } from "../../tests/support/growth.ts";
 import { OutputParser, type OutputParserOptions, type ParsedOutput } from "./output_parser.ts";
 import { promptOpensReasoning } from "./reasoning.ts";
 
@@ -181,16 +182,24 @@ Deno.test("a prompt that leaves <think> open starts the output in reasoning", ()
 });
 
 Deno.test("a long tool call streamed in small pieces costs linear time", () => {
-  const code = "x = 1\n".repeat(40_000);
-  const output = `<tool_call>\n${
-    JSON.stringify({ name: "run", arguments: { code } })
-  }\n</tool_call>`;
-  const pieces: string[] = [];
-  for (let i = 0; i < output.length; i += 4) pieces.push(output.slice(i, i + 4));
-  const start = performance.now();
-  const result = feed(pieces, { toolCalls: true });
-  const ms = performance.now() - start;
+  const call = (lines: number): { output: string; code: string } => {
+    const code = "x = 1\n".repeat(lines);
+    const output = `<tool_call>\n${
+      JSON.stringify({ name: "run", arguments: { code } })
+    }\n</tool_call>`;
+    return { output, code };
+  };
+  const piecesOf = (output: string): string[] => {
+    const pieces: string[] = [];
+    for (let i = 0; i < output.length; i += 4) pieces.push(output.slice(i, i + 4));
+    return pieces;
+  };
+  const { output, code } = call(40_000);
+  const result = feed(piecesOf(output), { toolCalls: true });
   assertEquals(result.toolCalls, [{ name: "run", arguments: JSON.stringify({ code }) }]);
   assertEquals(result.content, "");
-  assert(ms < 1500, `took ${ms.toFixed(0)} ms for ${pieces.length} pieces`);
+  // Four times the pieces: about four times the time if each piece costs the same, sixteen
+  // if each rescans what came before.
+  const ratio = growth((n) => feed(piecesOf(call(n).output), { toolCalls: true }), 10_000);
+  assert(ratio < 10, `4x the pieces took ${ratio.toFixed(1)}x the time`);
 });

@@ -5,6 +5,7 @@
  * pathological word.
  */
 import { assert, assertEquals } from "../support/assert.ts";
+import { growth } from "../support/growth.ts";
 import { fixture, MODEL_FIXTURES, modelGolden } from "../fixtures.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { IncrementalDetokenizer, loadTokenizer, type Tokenizer } from "../../src/tokenizer/mod.ts";
@@ -112,18 +113,19 @@ Deno.test("decode with skipSpecial drops control tokens and keeps <think>", () =
 });
 
 Deno.test("a 100 kB word of random letters tokenizes in linear-ish time", () => {
-  let seed = 42;
-  let word = "";
-  for (let i = 0; i < 100_000; i++) {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-    word += String.fromCharCode(0x61 + ((seed >>> 16) % 26));
-  }
-  const start = performance.now();
-  const ids = tokenizer.encode(word);
-  const ms = performance.now() - start;
-  console.log(`100 kB word: ${ids.length} tokens in ${ms.toFixed(0)} ms`);
-  assertEquals(tokenizer.decode(ids), word);
-  assert(ms < 2000, `took ${ms.toFixed(0)} ms`);
+  const word = (n: number): string => {
+    let seed = 42, w = "";
+    for (let i = 0; i < n; i++) {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      w += String.fromCharCode(0x61 + ((seed >>> 16) % 26));
+    }
+    return w;
+  };
+  const long = word(100_000);
+  assertEquals(tokenizer.decode(tokenizer.encode(long)), long);
+  // Four times the letters: about four times the time (n log n), sixteen if quadratic.
+  const ratio = growth((n) => tokenizer.encode(word(n)), 25_000);
+  assert(ratio < 10, `4x the letters took ${ratio.toFixed(1)}x the time`);
 });
 
 Deno.test("building the tables of the 151,936-token vocabulary is not slow", () => {
