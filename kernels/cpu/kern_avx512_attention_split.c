@@ -22,6 +22,18 @@
  * 22.14 -> 21.15 and 24.27 -> 22.89, at 32768 (7 layers) 19.99 -> 18.30. The vector
  * softmax then took f16 at 8192 from 33.62 to 32.82 and 32.30 to 32.01 ms, q8_0 from 27.36
  * to 26.17 and 23.91 to 22.97.
+ *
+ * Where the time goes at depth (same VM, 3.5 GHz, 8 kv heads of 128, 2 query rows each):
+ * 8192 positions x 28 layers of f16 take 22-25 ms (38-42 GB/s against a 62-65 GB/s probe),
+ * and the same arithmetic on a cache-resident context already takes ~16 ms of that: scores
+ * ~43%, weighted sum ~37%, softmax ~9%. A position of a kv head costs 16 conversions and
+ * 32 FMAs, and VCVTPH2PS issues on the FMA pipes (two conversions and four FMAs take four
+ * cycles), so f16 is bounded by its arithmetic about as much as by memory; q8_0 (integer
+ * scores, a conversion per V value) costs ~80% of f16's arithmetic on half the bytes,
+ * which is why it is only ~1.4x f16. Measured and not kept (libraries alternated): requests
+ * two or three tiles ahead (1.02x, 1.05x the time), a whole position's row requested in one
+ * burst per head (1.36x), each block's rows grouped by kv head (1.36x; 1.65x with no
+ * requests), no requests at all (1.59x), d and the cache type as constants (unchanged).
  */
 #include "kern_avx512_attention_q8.h"
 
