@@ -12,12 +12,16 @@ class CountingTable extends MergeTable {
   }
 }
 
+function tableOf(vocab: string[], merges: string[]): CountingTable {
+  return new CountingTable(new Map(vocab.map((t, i) => [t, i])), vocab.length, merges);
+}
+
 // ASCII letters are their own GPT-2 byte characters, so these vocabularies need no mapping.
 function merge(
   vocab: string[],
   merges: string[],
   word: string,
-  table = new CountingTable(new Map(vocab.map((t, i) => [t, i])), vocab.length, merges),
+  table = tableOf(vocab, merges),
 ): string[] {
   const scratch = new BpeScratch();
   scratch.ensure(word.length);
@@ -68,7 +72,7 @@ Deno.test("a 100 kB word merges with a linear number of pair lookups", () => {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
     word += letters[(seed >>> 16) % letters.length];
   }
-  const table = new CountingTable(new Map(vocab.map((t, i) => [t, i])), vocab.length, merges);
+  const table = tableOf(vocab, merges);
   const out = merge(vocab, merges, word, table);
   assertEquals(out.join(""), word);
   assert(out.every((t) => t.length <= 2) && out.length < 75_000, "every pair merge used");

@@ -6,17 +6,27 @@
  * bounds the growth where a bound on the time would depend on how busy the machine is.
  */
 
-/** Time of `work(factor * n)` over time of `work(n)`, each the fastest of `runs`. */
-export function growth(work: (n: number) => void, n: number, factor = 4, runs = 3): number {
+/**
+ * Time of `work` on `input(factor * n)` over its time on `input(n)`, each the fastest of
+ * `runs`. The inputs are made once, before any timing: only the work is measured.
+ */
+export function growth<T>(
+  input: (n: number) => T,
+  work: (x: T) => void,
+  n: number,
+  factor = 4,
+  runs = 3,
+): number {
+  const [small, large] = [input(n), input(factor * n)];
   // The first calls compile what the work runs and grow the heap to the large size's needs.
-  work(n);
-  work(factor * n);
-  let small = Infinity, large = Infinity;
+  work(small);
+  work(large);
+  let fastSmall = Infinity, fastLarge = Infinity;
   for (let r = 0; r < runs; r++) {
-    small = Math.min(small, timed(() => work(n)));
-    large = Math.min(large, timed(() => work(factor * n)));
+    fastSmall = Math.min(fastSmall, timed(() => work(small)));
+    fastLarge = Math.min(fastLarge, timed(() => work(large)));
   }
-  return large / Math.max(small, 1e-3);
+  return fastLarge / Math.max(fastSmall, 1e-3);
 }
 
 function timed(fn: () => void): number {
