@@ -2,8 +2,9 @@
  * The leader of a tensor-parallel model (rank 0, in the model's engine), seen by the engine
  * as one more ModelRunner. Loading: spawn the workers, check they answer, rendezvous
  * (`init`: the comm id to everyone, the leader joining concurrently), sanity-check the
- * group, then every rank loads its shard. Each step fans the batch out, runs the leader's
- * part (the only one that computes logits) and drains every worker's reply.
+ * group, then every rank loads its shard (group_start.ts). Each step fans the batch out,
+ * runs the leader's part (the only one that computes logits) and drains every worker's
+ * reply.
  *
  * Any failure of a step — a worker that died, missed the deadline or failed, or the
  * leader's own part — breaks the group for good: caches may disagree between ranks, so the
@@ -18,21 +19,15 @@ import { argmax, maskedArgmax } from "../common/argmax.ts";
 import { errorMessage } from "../common/errors.ts";
 import { log } from "../common/log.ts";
 import type { GgufModel, ModelShape } from "../models/family.ts";
-import { ModelInstance } from "../models/instance.ts";
+import type { ModelInstance } from "../models/instance.ts";
 import type { RopeScalingConfig } from "../models/rope_scaling.ts";
-import { commIdToHex } from "./comm_id.ts";
 import type { Communicator } from "./communicator.ts";
-import { CpuCommunicator } from "./cpu_comm.ts";
 import { TpError } from "./errors.ts";
-import { NcclCommunicator, ncclUniqueId } from "./nccl.ts";
-import type { Reply, Request } from "./protocol.ts";
+import { expectOk, loadShards, ping, rendezvous, sanityCheck } from "./group_start.ts";
 import { stepRequest } from "./step_message.ts";
 import { type WorkerCommand, workerCommand } from "./worker_command.ts";
 import { WorkerPool } from "./worker_pool.ts";
 
-const PING_DEADLINE_MS = 60_000;
-const INIT_DEADLINE_MS = 120_000;
-const LOAD_DEADLINE_MS = 1_800_000;
 const STEP_DEADLINE_MS = 120_000;
 const UNLOAD_DEADLINE_MS = 30_000;
 
@@ -53,13 +48,6 @@ export interface TpRunnerOptions {
   ropeScaling?: RopeScalingConfig;
   /** How to start a worker (default: this program in worker mode). */
   workerCommand?: WorkerCommand;
-}
-
-/** Throws the first error reply of a fan-out as a TpError of its kind, naming the rank. */
-function expectOk(replies: Reply[], what: string): void {
-  replies.forEach((r, i) => {
-    if (r.op === "error") throw new TpError(r.kind, `${what} on rank ${i + 1}: ${r.message}`);
-  });
 }
 
 /** The leader's side of a tensor-parallel model: a ModelRunner (runner/runner.ts). */
@@ -121,11 +109,11 @@ export class TpRunner {
       const command = options.workerCommand ?? workerCommand;
       const pool = WorkerPool.spawn(size, (rank) => command(rank, size, devices[rank]));
       undo.push(() => pool.close());
-      TpRunner.#ping(pool, size, devices);
-      const comm = TpRunner.#rendezvous(pool, backend, size, devices[0]);
+      ping(pool, size, devices);
+      const comm = rendezvous(pool, backend, size, devices[0]);
       undo.push(() => comm.close());
-      TpRunner.#sanityCheck(pool, comm);
-      const shard = TpRunner.#loadShards(
+      sanityCheck(pool, comm);
+      const shard = loadShards(
         pool,
         comm,
         model,
@@ -155,131 +143,6 @@ export class TpRunner {
       for (const u of undo.reverse()) u();
       throw err;
     }
-  }
-
-  static #ping(pool: WorkerPool, size: number, devices: number[]): void {
-    const { replies } = pool.fanOut({ op: "ping" }, () => null, { deadlineMs: PING_DEADLINE_MS });
-    expectOk(replies, "ping");
-    replies.forEach((r, i) => {
-      const want = { rank: i + 1, world_size: size, cuda_device: devices[i + 1] };
-      if (
-        r.op !== "pong" || r.rank !== want.rank || r.world_size !== want.world_size ||
-        r.cuda_device !== want.cuda_device
-      ) {
-        throw new TpError(
-          "tp_worker_failed",
-          `worker ${i + 1} answered ping with ${JSON.stringify(r)}, expected ${
-            JSON.stringify(want)
-          }`,
-        );
-      }
-    });
-  }
-
-  /** `init` to every worker while the leader joins too (joining blocks until all have). */
-  static #rendezvous(
-    pool: WorkerPool,
-    backend: Backend,
-    size: number,
-    device: number,
-  ): Communicator {
-    let comm: Communicator | null = null;
-    const join = (hex: string, leader: () => Communicator): void => {
-      const { replies } = pool.fanOut({ op: "init", comm_id: hex }, () => {
-        comm = leader();
-      }, { deadlineMs: INIT_DEADLINE_MS, abort: () => comm?.abort() });
-      expectOk(replies, "init");
-    };
-    try {
-      if (backend.kind === "cuda") {
-        const id = ncclUniqueId();
-        join(commIdToHex(id), () => NcclCommunicator.init(id, 0, size, { device }));
-      } else {
-        const { comm: cpu, id } = CpuCommunicator.create(size);
-        comm = cpu;
-        join(commIdToHex(id), () => {
-          cpu.arm(INIT_DEADLINE_MS);
-          cpu.join();
-          cpu.disarm();
-          return cpu;
-        });
-      }
-    } catch (err) {
-      (comm as Communicator | null)?.close();
-      throw err;
-    }
-    return comm!;
-  }
-
-  static #sanityCheck(pool: WorkerPool, comm: Communicator): void {
-    comm.arm(INIT_DEADLINE_MS);
-    try {
-      const { leader, replies } = pool.fanOut(
-        { op: "nccl_sanity_check" },
-        () => comm.sanityCheck(),
-        { deadlineMs: INIT_DEADLINE_MS, abort: () => comm.abort() },
-      );
-      expectOk(replies, "sanity check");
-      const observed = [
-        leader,
-        ...replies.map((r) => r.op === "nccl_sanity_result" ? r.observed_sum : NaN),
-      ];
-      const wrong = observed.findIndex((v) => v !== comm.size);
-      if (wrong >= 0) {
-        throw new TpError(
-          "nccl_sanity_failed",
-          `sanity check: rank ${wrong} observed ${observed[wrong]} after summing 1 over ` +
-            `${comm.size} ranks (every rank saw: ${observed.join(", ")})`,
-        );
-      }
-    } finally {
-      comm.disarm();
-    }
-  }
-
-  static #loadShards(
-    pool: WorkerPool,
-    comm: Communicator,
-    model: GgufModel,
-    path: string,
-    backend: Backend,
-    cpu: { threads: number; mmap: boolean; repack: boolean },
-    kv: KvPoolSpec,
-    ropeScaling: RopeScalingConfig | undefined,
-  ): ModelInstance {
-    let shard: ModelInstance | null = null;
-    const request: Request = {
-      op: "load_shard",
-      model_id: path,
-      model_path: path,
-      file_size: model.file.size,
-      device: backend.kind,
-      threads: cpu.threads,
-      mmap: cpu.mmap,
-      repack: cpu.repack,
-      kv: { block_size: kv.blockSize, n_blocks: kv.nBlocks, dtype: kv.dtype },
-      ...(ropeScaling && {
-        rope_scaling: {
-          type: ropeScaling.type,
-          factor: ropeScaling.factor,
-          original_context_length: ropeScaling.originalContextLength,
-        },
-      }),
-    };
-    try {
-      const { replies } = pool.fanOut(request, () => {
-        shard = ModelInstance.create(model, backend, kv, {
-          rank: 0,
-          size: comm.size,
-          collective: comm,
-        });
-      }, { deadlineMs: LOAD_DEADLINE_MS });
-      expectOk(replies, "loading the shard");
-    } catch (err) {
-      (shard as ModelInstance | null)?.close();
-      throw err;
-    }
-    return shard!;
   }
 
   get device(): string {

@@ -1,106 +1,16 @@
 /**
  * The node's HTTP/1.1 server on raw sockets: keep-alive and pipelining, framing both ways,
- * refusals of malformed requests, the timers Deno.serve lacked, the connection cap, a
- * client leaving mid-response, draining. Timeouts are short here; every wait on the
- * server has a generous hang guard and no assertion depends on how fast the machine is.
+ * refusals of malformed requests, the timers Deno.serve lacked, a client leaving
+ * mid-response (the connection cap, draining and closing are http_connections_test.ts).
+ * Timeouts are short here; every wait on the server has a generous hang guard and no
+ * assertion depends on how fast the machine is.
  */
-import { captureLogs } from "../../src/common/log.ts";
-import { type HttpError, HttpServer, type HttpServerOptions } from "../../src/http/mod.ts";
+import type { HttpError } from "../../src/http/mod.ts";
 import { assert, assertEquals, assertMatch, assertStringIncludes } from "../support/assert.ts";
 import { eventually, withNode } from "../support/node.ts";
+import { count, GUARD_MS, Raw, withServer } from "../support/raw_http.ts";
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-const GUARD_MS = 20_000;
-
-async function withServer(
-  opts: Partial<HttpServerOptions>,
-  fn: (server: HttpServer) => Promise<void>,
-): Promise<void> {
-  const restore = captureLogs(() => {});
-  const server = new HttpServer({
-    hostname: "127.0.0.1",
-    port: 0,
-    headerTimeoutMs: 10_000,
-    idleTimeoutMs: 60_000,
-    maxConnections: 64,
-    handler: () => new Response("ok"),
-    onError: () => new Response("handler failed", { status: 500 }),
-    ...opts,
-  });
-  try {
-    await fn(server);
-  } finally {
-    server.closeAll();
-    await server.drain();
-    restore();
-  }
-}
-
-/** A raw client socket that keeps what it has read. */
-class Raw {
-  text = "";
-  ended = false;
-  #reading: Promise<void> | null = null;
-
-  private constructor(readonly conn: Deno.TcpConn) {}
-
-  static async open(server: { addr: { port: number } } | { port: number }): Promise<Raw> {
-    const port = "addr" in server ? server.addr.port : server.port;
-    return new Raw(await Deno.connect({ hostname: "127.0.0.1", port }));
-  }
-
-  async send(text: string | Uint8Array): Promise<void> {
-    const bytes = typeof text === "string" ? encoder.encode(text) : text;
-    for (let at = 0; at < bytes.length;) at += await this.conn.write(bytes.subarray(at));
-  }
-
-  #readOnce(): Promise<void> {
-    this.#reading ??= (async () => {
-      const buf = new Uint8Array(64 * 1024);
-      let n: number | null = null;
-      try {
-        n = await this.conn.read(buf);
-      } catch {
-        n = null;
-      }
-      if (n === null) this.ended = true;
-      else this.text += decoder.decode(buf.subarray(0, n));
-    })().finally(() => (this.#reading = null));
-    return this.#reading;
-  }
-
-  /** Reads until `pred` holds for what arrived (or the server closed). */
-  async until(pred: (text: string) => boolean, what = "data"): Promise<string> {
-    const deadline = Date.now() + GUARD_MS;
-    while (!pred(this.text)) {
-      if (this.ended) throw new Error(`closed before ${what}; got ${JSON.stringify(this.text)}`);
-      if (Date.now() > deadline) throw new Error(`no ${what} within ${GUARD_MS} ms`);
-      await Promise.race([this.#readOnce(), new Promise((r) => setTimeout(r, 200))]);
-    }
-    return this.text;
-  }
-
-  /** Reads until the server closes. */
-  async end(): Promise<string> {
-    const deadline = Date.now() + GUARD_MS;
-    while (!this.ended) {
-      if (Date.now() > deadline) throw new Error(`still open after ${GUARD_MS} ms`);
-      await Promise.race([this.#readOnce(), new Promise((r) => setTimeout(r, 200))]);
-    }
-    return this.text;
-  }
-
-  close(): void {
-    try {
-      this.conn.close();
-    } catch {
-      // closed
-    }
-  }
-}
-
-const count = (text: string, part: string) => text.split(part).length - 1;
 
 Deno.test("http: keep-alive and pipelining; Content-Length for one piece, chunks as they come", async () => {
   let release!: () => void;
@@ -262,70 +172,6 @@ Deno.test("http: a client that leaves aborts the request's signal and cancels it
   });
 });
 
-Deno.test("http: at the cap a new connection closes the longest idle; busy ones are never closed", async () => {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let busy = 0;
-  const handler = async (req: Request) => {
-    if (new URL(req.url).pathname === "/busy") {
-      busy++;
-      await released;
-    }
-    return new Response("served");
-  };
-  await withServer({ maxConnections: 3, handler }, async (server) => {
-    const a = await Raw.open(server);
-    await eventually(() => server.connections === 1 || undefined, GUARD_MS, "a accepted");
-    const b = await Raw.open(server);
-    const c = await Raw.open(server);
-    await b.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
-    await c.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
-    await eventually(() => busy === 2 || undefined, GUARD_MS, "two busy");
-    const d = await Raw.open(server);
-    await d.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    await d.until((t) => t.endsWith("served"), "d served");
-    assertEquals(await a.end(), "", "the idle one made room");
-    assert(server.connections <= 3, `${server.connections} connections`);
-
-    // Now b, c and d hold the three places; d is idle, so e takes d's.
-    const e = await Raw.open(server);
-    await e.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    await e.until((t) => t.endsWith("served"), "e served");
-    await d.end();
-    release();
-    await b.until((t) => t.endsWith("served"), "b finished");
-    await c.until((t) => t.endsWith("served"), "c finished");
-    for (const r of [b, c, e]) r.close();
-  });
-});
-
-Deno.test("http: drain closes idle connections now, lets a busy one finish with Connection: close", async () => {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let started = false;
-  const handler = async () => {
-    started = true;
-    await released;
-    return new Response("finished");
-  };
-  await withServer({ handler }, async (server) => {
-    const idle = await Raw.open(server);
-    const busy = await Raw.open(server);
-    await busy.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    await eventually(() => started || undefined, GUARD_MS, "busy");
-    const drained = server.drain();
-    assertEquals(await idle.end(), "");
-    release();
-    const text = await busy.end();
-    assertStringIncludes(text.toLowerCase(), "connection: close");
-    assert(text.endsWith("finished"), text);
-    await drained;
-    const refused = await Deno.connect({ hostname: "127.0.0.1", port: server.addr.port })
-      .then((conn) => (conn.close(), "connected"), () => "refused");
-    assertEquals(refused, "refused");
-  });
-});
-
 Deno.test("http: an upload refused unread still gets its answer (no reset)", async () => {
   const handler = () => new Response("too large", { status: 413 });
   await withServer({ handler }, async (server) => {
@@ -357,52 +203,5 @@ Deno.test("node: [http] header_timeout_secs and idle_timeout_secs close stalled 
     await kept.until((t) => t.includes("uptime_secs"), "/health");
     const text = await kept.end();
     assertEquals(count(text, "HTTP/1.1 200"), 1);
-  });
-});
-
-Deno.test("http: with every place busy a new connection waits, and gets the first one freed", async () => {
-  const releases: (() => void)[] = [];
-  const handler = async (req: Request) => {
-    if (new URL(req.url).pathname === "/busy") {
-      await new Promise<void>((r) => releases.push(r));
-    }
-    return new Response("served");
-  };
-  await withServer({ maxConnections: 2, handler }, async (server) => {
-    const a = await Raw.open(server);
-    const b = await Raw.open(server);
-    await a.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
-    await b.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
-    await eventually(() => releases.length === 2 || undefined, GUARD_MS, "both busy");
-    const c = await Raw.open(server);
-    await c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    assertEquals(server.connections, 2, "c waits in the backlog");
-    // a's answer leaves it idle (kept alive, not closed): that is room enough for c.
-    releases[0]();
-    await a.until((t) => t.endsWith("served"), "a finished");
-    await c.until((t) => t.endsWith("served"), "c served");
-    assertEquals(await a.end(), a.text, "a, idle, made room");
-    releases[1]();
-    await b.until((t) => t.endsWith("served"), "b finished");
-    for (const r of [b, c]) r.close();
-  });
-});
-
-Deno.test("http: closing every connection frees it even if its handler never returns", async () => {
-  let aborted = false;
-  let started = false;
-  const handler = (req: Request) => {
-    started = true;
-    req.signal.addEventListener("abort", () => (aborted = true));
-    return new Promise<Response>(() => {});
-  };
-  await withServer({ handler }, async (server) => {
-    const raw = await Raw.open(server);
-    await raw.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-    await eventually(() => started || undefined, GUARD_MS, "the handler running");
-    server.closeAll();
-    await server.drain();
-    assertEquals([server.connections, aborted], [0, true]);
-    assertEquals(await raw.end(), "");
   });
 });

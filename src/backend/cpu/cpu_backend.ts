@@ -1,12 +1,12 @@
 /**
  * The Backend on the native CPU kernel library: weights are read in place from the
  * mmapped GGUF (or, with mmap off, copied into an arena on huge pages: weight_arena.ts says
- * why), activations and the KV cache live in native memory, and the ops run on a thread
- * pool owned by this backend (one per model). Ops are recorded in the pool's op list (their
- * arguments checked then) and run in one FFI call when something reads native memory
- * back: read, argmaxRows, allReduce, or freeing an activation they may use. A decode
- * step's list is kept and replayed by the next step of its shape (runStep,
- * step_template.ts).
+ * why; weight_loader.ts places them), activations and the KV cache live in native memory,
+ * and the ops run on a thread pool owned by this backend (one per model). Ops are recorded
+ * in the pool's op list (their arguments checked then) and run in one FFI call when
+ * something reads native memory back: read, argmaxRows, allReduce, or freeing an
+ * activation they may use. A decode step's list is kept and replayed by the next step of
+ * its shape (runStep, step_template.ts).
  */
 
 import {
@@ -32,8 +32,6 @@ import {
   type WeightSource,
 } from "../backend.ts";
 import type { RowDraws } from "../row_draws.ts";
-import { hugePageShare } from "../../common/huge_pages.ts";
-import { log } from "../../common/log.ts";
 import {
   CpuKernels,
   MATMUL_MANY_MAX,
@@ -45,18 +43,10 @@ import {
 import { CpuKernelError } from "./errors.ts";
 import { ensureHostFits } from "./host_memory.ts";
 import { CpuKvCache } from "./kv_cache.ts";
-import { act, CpuActivation, CpuWeight, pointerOf, weight } from "./handles.ts";
-import {
-  CpuExperts,
-  expertBytes,
-  packedExperts,
-  recordCombine,
-  recordMatmulExperts,
-  recordRoute,
-} from "./cpu_experts.ts";
+import { act, CpuActivation, pointerOf, weight } from "./handles.ts";
+import { recordCombine, recordMatmulExperts, recordRoute } from "./cpu_experts.ts";
 import { StepKeys } from "./step_template.ts";
-import { WeightArena } from "./weight_arena.ts";
-import { repackExperts, repackWeight } from "./repacked.ts";
+import { WeightLoader } from "./weight_loader.ts";
 
 export interface CpuBackendOptions {
   /** Threads in the pool (0 = one per CPU). */
@@ -79,67 +69,28 @@ export class CpuBackend implements Backend, BandwidthProbe, RowDraws {
   readonly kernels: CpuKernels;
   readonly pool: Pool;
   readonly #owned = new Set<NativeBuffer>();
-  readonly #weights: WeightArena;
-  readonly #mmap: boolean;
-  readonly #repack: boolean;
+  readonly #loader: WeightLoader;
   /** Where argmaxRows's picks land (grown on demand). */
   #picks: NativeBuffer | null = null;
-  /** Whether the pages under weights read in place have been looked at (common/huge_pages.ts). */
-  #pagesKnown = false;
   readonly #stepKeys = new StepKeys();
 
   constructor(options: CpuBackendOptions) {
     this.kernels = new CpuKernels(options.libraryPath);
     this.pool = this.kernels.createPool(options.threads);
-    this.#weights = new WeightArena(this.kernels);
-    this.#mmap = options.mmap ?? true;
-    this.#repack = options.repack ?? true;
-    this.pool.pagePrefetch = this.#mmap;
+    this.#loader = new WeightLoader(
+      this.kernels,
+      this.pool,
+      options.mmap ?? true,
+      options.repack ?? true,
+    );
   }
 
   loadWeight(source: WeightSource): Weight {
-    // Validates that the kernels can compute this type and shape before any step runs.
-    const bytes = this.kernels.rowBytes(source.type.id, source.cols) * source.rows;
-    if (source.bytes.byteLength < bytes) {
-      throw new CpuKernelError(
-        "cpu_kernel_invalid",
-        `${source.name}: ${source.bytes.byteLength} bytes for ${source.rows}x${source.cols} ` +
-          `of ${source.type.name} (${bytes} needed)`,
-      );
-    }
-    const repacked = this.#repack && repackWeight(this.kernels, this.pool, this.#weights, source);
-    if (repacked) return repacked;
-    const inPlace = this.#mmap && !source.transient;
-    if (inPlace && !this.#pagesKnown) {
-      const share = hugePageShare(source.pointer, bytes);
-      if (share !== null) {
-        // Pages are prefetched ahead only on small pages; on huge ones that costs more.
-        // The majority decides: reclaim splits a few of a cached file's folios.
-        const huge = share >= 0.5;
-        this.pool.pagePrefetch = !huge;
-        this.#pagesKnown = true;
-        if (!huge) {
-          log.info("weights read in place sit on 4 KiB pages: decode runs 10-20% slower", {
-            why: "the page cache holds the model file in small folios",
-            fix: "enable transparent huge pages (madvise), or set mmap = false",
-          });
-        }
-      }
-    }
-    const pointer = inPlace ? source.pointer : this.#weights.place(source.bytes.subarray(0, bytes));
-    return new CpuWeight(source.name, source.type, source.rows, source.cols, pointer);
+    return this.#loader.loadWeight(source);
   }
 
   loadExperts(source: ExpertSource): ExpertWeight {
-    const bytes = expertBytes(source, this.kernels.rowBytes(source.type.id, source.cols));
-    const repacked = this.#repack && repackExperts(this.kernels, this.pool, this.#weights, source);
-    if (repacked) return repacked;
-    const { name, type, experts, rows, cols } = source;
-    if (this.#mmap && !source.transient) {
-      return new CpuExperts(name, type, experts, rows, cols, source.pointer, source.expertStride);
-    }
-    const pointer = this.#weights.place(packedExperts(source, bytes));
-    return new CpuExperts(name, type, experts, rows, cols, pointer, bytes);
+    return this.#loader.loadExperts(source);
   }
 
   activation(rows: number, cols: number): Activation {
@@ -399,7 +350,7 @@ export class CpuBackend implements Backend, BandwidthProbe, RowDraws {
     this.#owned.clear();
     this.#picks?.free();
     this.#picks = null;
-    this.#weights.free();
+    this.#loader.free();
     this.pool.destroy();
   }
 }

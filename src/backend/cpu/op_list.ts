@@ -4,23 +4,23 @@
  * JavaScript each (argument conversion, the call) while the pool's workers waited, ~10% of
  * a token; recorded, an op costs under 1 µs. Arguments are checked when an op is recorded,
  * with the errors the immediate calls give; what only the kernels can refuse surfaces from
- * `flush()`, named after the op that failed. The recording itself is op_record.ts.
+ * `flush()`, named after the op that failed. The recording itself is op_record.ts; the
+ * mixture-of-experts ops are op_list_moe.ts, the KV cache ops op_list_kv.ts.
  */
 
 import type { RopeYarn } from "../backend.ts";
 import { checkDims, matmulOperands } from "./checks.ts";
 import { CpuKernelError } from "./errors.ts";
-import { checkSequences, type KvLayout, kvLayoutBytes, type KvSequence } from "./kv_layout.ts";
 import type { Operand } from "./native_buffer.ts";
-import { MoeOps } from "./op_list_moe.ts";
+import { KvOps } from "./op_list_kv.ts";
 import { address } from "./op_record.ts";
 
 /** Matrices one matmulMany call takes (NK_MANY_MAX in the library). */
 export const MATMUL_MANY_MAX = 8;
 
 /** Op codes of oplist.c. */
-const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4, OP_KV_STORE = 5;
-const OP_ATTENTION = 6, OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9, OP_ARGMAX_ROWS = 10;
+const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4;
+const OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9, OP_ARGMAX_ROWS = 10;
 const OP_GELU_MUL = 11, OP_ADD_BIAS = 12, OP_SCALE = 13, OP_ARGMAX_ROWS_MASKED = 17;
 
 /** RoPE modes of nk_rope. */
@@ -47,7 +47,7 @@ function checkRows(rows: Int32Array, aRows: number): void {
   }
 }
 
-export class OpList extends MoeOps {
+export class OpList extends KvOps {
   /** out[i] = row ids[i] of a [nRows][cols] table of `type`, as f32 (embedding lookup). */
   getRows(
     type: number,
@@ -192,112 +192,6 @@ export class OpList extends MoeOps {
       y?.high ?? 0,
       y?.mscale ?? 1,
     ]);
-  }
-
-  /** Writes each row's k and v ([rows][nKvHeads][headDim]) at its position's cache slot. */
-  kvStore(
-    l: KvLayout,
-    kCache: Operand,
-    vCache: Operand,
-    sequences: readonly KvSequence[],
-    positions: Int32Array,
-    k: Operand,
-    v: Operand,
-  ): void {
-    const [rows, pk, pv] = this.#caches("kvStore", l, kCache, vCache, sequences, positions);
-    const bytes = rows * l.nKvHeads * l.headDim * 4;
-    const pkr = this.addr("kvStore", "k", k, bytes), pvr = this.addr("kvStore", "v", v, bytes);
-    this.push("kvStore", OP_KV_STORE, [
-      pk,
-      pv,
-      l.type,
-      l.blockSize,
-      ...this.#copySequences(sequences, positions, rows),
-      l.nKvHeads,
-      l.headDim,
-      pkr,
-      pvr,
-    ]);
-  }
-
-  /** Causal GQA attention of q ([rows][nHeads][headDim]): each row over its sequence's
-   * cached positions 0..positions[row]; out has q's shape. */
-  attention(
-    l: KvLayout,
-    out: Operand,
-    q: Operand,
-    kCache: Operand,
-    vCache: Operand,
-    sequences: readonly KvSequence[],
-    positions: Int32Array,
-    nHeads: number,
-    scale: number,
-    window = 0,
-  ): void {
-    checkDims("attention", { nHeads });
-    if (!(Number.isSafeInteger(window) && window >= 0)) {
-      throw new CpuKernelError("cpu_kernel_invalid", `attention: window ${window}`);
-    }
-    if (nHeads % l.nKvHeads !== 0) {
-      throw new CpuKernelError(
-        "cpu_kernel_invalid",
-        `attention: ${nHeads} heads over ${l.nKvHeads} kv heads`,
-      );
-    }
-    const [rows, pk, pv] = this.#caches("attention", l, kCache, vCache, sequences, positions);
-    const qBytes = rows * nHeads * l.headDim * 4;
-    const po = this.addr("attention", "out", out, qBytes);
-    const pq = this.addr("attention", "q", q, qBytes);
-    this.push("attention", OP_ATTENTION, [
-      po,
-      pq,
-      pk,
-      pv,
-      l.type,
-      l.blockSize,
-      ...this.#copySequences(sequences, positions, rows),
-      nHeads,
-      l.nKvHeads,
-      l.headDim,
-      scale,
-      window,
-    ]);
-  }
-
-  /** The rows the sequences span and the addresses of both caches, all checked. */
-  #caches(
-    op: string,
-    l: KvLayout,
-    kCache: Operand,
-    vCache: Operand,
-    sequences: readonly KvSequence[],
-    positions: Int32Array,
-  ): [number, number, number] {
-    checkDims(op, {
-      nBlocks: l.nBlocks,
-      blockSize: l.blockSize,
-      nKvHeads: l.nKvHeads,
-      headDim: l.headDim,
-    });
-    const rows = checkSequences(op, l, sequences, positions);
-    this.traceCheck(l, (s) => checkSequences(op, l, s.layout.sequences, s.layout.positions));
-    const bytes = kvLayoutBytes(l);
-    return [rows, this.addr(op, "kCache", kCache, bytes), this.addr(op, "vCache", vCache, bytes)];
-  }
-
-  /** The sequence count, then the (row_start, row_count, table_len) triples, the tables
-   * and the positions as offsets into the copied integers. */
-  #copySequences(
-    sequences: readonly KvSequence[],
-    positions: Int32Array,
-    rows: number,
-  ): [number, number, number, number] {
-    return this.copyOnce([sequences, positions, rows], () => {
-      const seqs = this.copySequenceTriples(sequences);
-      const tables = this.intsUsed;
-      for (const s of sequences) this.copyInts(s.blockTable, s.blockTable.length);
-      return [sequences.length, seqs, tables, this.copyInts(positions, rows)];
-    });
   }
 
   /** out[i] = row rows[i] of a ([aRows][cols] f32), for i < rows.length. */

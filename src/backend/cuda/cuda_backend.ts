@@ -45,6 +45,7 @@ import {
   uploadExperts,
 } from "./ops_moe.ts";
 import { recordRope } from "./ops_rope.ts";
+import { recordEmbed, recordGatherRows } from "./ops_rows.ts";
 import { fuseGateUp, noted, recordHeadNorm, recordRowNorm } from "./fusion.ts";
 import { asActivation, asCache, asWeight, CudaActivation } from "./resources.ts";
 import type { RunnerStats } from "./runner.ts";
@@ -163,20 +164,7 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
   }
 
   embed(out: Activation, table: Weight, ids: Int32Array): void {
-    const o = asActivation(out, "embed");
-    const t = asWeight(table, "embed");
-    if (o.cols !== t.cols || o.rows < ids.length || ids.length === 0) {
-      throw invalidArgument("embed", `${ids.length} ids into ${o.rows}x${o.cols} from ${t.name}`);
-    }
-    for (const id of ids) {
-      if (!(id >= 0 && id < t.rows)) throw invalidArgument("embed", `token id ${id} of ${t.rows}`);
-    }
-    const ctx = this.#live();
-    ctx.reserveArena(4 * ids.length + 64);
-    const dev = ctx.arena.put(ids);
-    ctx.runner.tape.launch(ctx.k("get_rows"), Math.ceil(t.cols / 256), ids.length, 1, 256)
-      .p(o.ptr).p(t.ptr).i(t.type.id).p(dev).i(ids.length).i(t.cols).i(t.rowBytes).end();
-    this.#wrote(o);
+    this.#wrote(recordEmbed(this.#live(), out, table, ids));
   }
 
   rmsNorm(out: Activation, x: Activation, weight: Weight, dim: number, eps: number): void {
@@ -309,23 +297,7 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
   }
 
   gatherRows(out: Activation, a: Activation, rows: Int32Array): void {
-    const o = asActivation(out, "gatherRows");
-    const x = asActivation(a, "gatherRows");
-    if (o.cols !== x.cols || o.rows < rows.length || rows.length === 0) {
-      throw invalidArgument(
-        "gatherRows",
-        `${rows.length} rows of ${x.rows}x${x.cols} into ${o.rows}x${o.cols}`,
-      );
-    }
-    for (const r of rows) {
-      if (!(r >= 0 && r < x.rows)) throw invalidArgument("gatherRows", `row ${r} of ${x.rows}`);
-    }
-    const ctx = this.#live();
-    ctx.reserveArena(4 * rows.length + 64);
-    const idx = ctx.arena.put(rows);
-    ctx.runner.tape.launch(ctx.k("gather_rows"), Math.ceil(x.cols / 256), rows.length, 1, 256)
-      .p(o.ptr).p(x.ptr).p(idx).i(rows.length).i(x.cols).end();
-    this.#wrote(o);
+    this.#wrote(recordGatherRows(this.#live(), out, a, rows));
   }
 
   /**
