@@ -9,8 +9,8 @@
  * head: the tile's rows of all heads lie together in the paged blocks (a slot holds every
  * head's row), so the pass reads whole stretches of memory instead of one head's row every
  * few KiB, and each head's rows of the next tile are requested into L2 while this tile's
- * are multiplied (its K during the scores, its V during the weighted sum). A q8_0 cache goes
- * through integer steps of its own (kern_avx512_attention_q8.h).
+ * are multiplied (its K during the scores, its V during the weighted sum). A q8_0 or q4_0
+ * cache goes through integer steps of its own (kern_avx512_attention_q8.h).
  *
  * A tile takes three passes over the heads: every head's scores, then every head's softmax,
  * then every head's weighted sum. A softmax is a chain of dependent steps (maximum, exp,
@@ -44,7 +44,8 @@
 #define SPAN_TILE 16
 
 /* A kv head's state in scratch (nk_attn_split_head_floats of it): each row's accumulator
- * and copied query, its running maximum and sum, and for a q8_0 cache the query as q8_0. */
+ * and copied query, its running maximum and sum, and for a q8_0 or q4_0 cache the query as
+ * q8_0. */
 typedef struct {
   float *acc, *q, *run_max, *run_sum;
   q8_chunk *q8;
@@ -131,7 +132,7 @@ static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t 
 /* The scores of a kv head's n_rows query rows against the tile's n K rows (at krows[j] +
  * off), HEADS_PER_PASS rows at a time (a tile's rows stay in L1 for the later passes); the
  * first pass requests next[0, n_next). */
-static void span_scores(const nk_attn *a, head_state s, int64_t n_rows, int q8,
+static void span_scores(const nk_attn *a, head_state s, int64_t n_rows, int q8, int q4,
                         const uint8_t **krows, int64_t off, int64_t n,
                         const uint8_t *const *next, int64_t n_next, int64_t row_bytes,
                         float *scores) {
@@ -141,8 +142,8 @@ static void span_scores(const nk_attn *a, head_state s, int64_t n_rows, int q8,
     const int64_t ask = g0 == 0 ? n_next : 0;
     float *out = scores + g0 * NK_ATTN_TILE;
     if (q8) {
-      q8_tile_scores(s.q8 + g0 * (d / 64), gn, d, krows, off, n, a->scale, next, ask, row_bytes,
-                     out);
+      q8_tile_scores(s.q8 + g0 * (d / 64), gn, d, krows, off, n, q4, a->scale, next, ask,
+                     row_bytes, out);
     } else {
       tile_scores(s.q + g0 * d, gn, d, krows, off, n, a->kv_type, a->scale, next, ask, row_bytes,
                   out);
@@ -156,8 +157,9 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
   const int64_t n_rows = a->n_tokens * g_n;
   if (d % 16 != 0 || d > MAX_DIM || n_rows > NK_ATTN_SPLIT_ROWS) return 0;
   const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
-  /* A q8_0 cache is read by the integer steps (kern_avx512_attention_q8.h). */
-  const int q8 = a->kv_type == NK_Q8_0 && d % 64 == 0;
+  /* A q8_0 or q4_0 cache is read by the integer steps (kern_avx512_attention_q8.h). */
+  const int q4 = a->kv_type == NK_Q4_0;
+  const int q8 = (a->kv_type == NK_Q8_0 || q4) && d % 64 == 0;
   /* Each head's scores of the current tile, n_rows x NK_ATTN_TILE from head 0's. */
   float *scores = scratch + n_kv * nk_attn_split_head_floats(n_rows, d);
   /* Each position's row of kv head 0; head h's lies h rows further. */
@@ -211,7 +213,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
     for (int64_t h = 0; h < n_kv; h++) {
       const head_state s = head_at(scratch, h, n_rows, d);
       const int64_t off = h * row_bytes;
-      span_scores(a, s, n_rows, q8, krows, off, n, knext, n_next, row_bytes,
+      span_scores(a, s, n_rows, q8, q4, krows, off, n, knext, n_next, row_bytes,
                   scores + h * n_rows * NK_ATTN_TILE);
     }
     span_weights(a, scratch, g_n, n_rows, n_kv, p0, n, scores);
@@ -220,7 +222,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
       const int64_t off = h * row_bytes;
       const float *hs = scores + h * n_rows * NK_ATTN_TILE;
       if (q8) {
-        q8_tile_weighted_sum(a, g_n, n_rows, p0, n, hs, vrows, off, s.acc, vnext, n_next,
+        q8_tile_weighted_sum(a, g_n, n_rows, p0, n, hs, vrows, off, q4, s.acc, vnext, n_next,
                              row_bytes);
       } else {
         tile_weighted_sum(a, 0, g_n, n_rows, p0, n, hs, vrows, off, a->kv_type, s.acc, vnext,
