@@ -12,10 +12,16 @@
  * a dot product's q8_0 side with): 127 / amax as the multiplier, halves to even. */
 static void q8_0_block(const float *x, nk_block_q8_0 *y) {
   float amax = 0.0f;
-  for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+  for (int j = 0; j < 32; j++) {
+    /* fmaxf without the call this file's baseline ISA makes of it (a NaN is skipped alike). */
+    const float a = fabsf(x[j]);
+    amax = a > amax ? a : amax;
+  }
   const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
   y->d = nk_f32_to_f16_1(d);
-  for (int j = 0; j < 32; j++) y->qs[j] = (int8_t)nearbyintf(x[j] * id);
+  /* nearbyintf, halves to even, without a call: adding and taking away 1.5 * 2^23 leaves a
+   * float of magnitude <= 127 rounded to an integer in the default rounding mode. */
+  for (int j = 0; j < 32; j++) y->qs[j] = (int8_t)((x[j] * id + 12582912.0f) - 12582912.0f);
 }
 
 static void q4_0_block(const float *x, nk_block_q4_0 *y) {
