@@ -10,7 +10,7 @@
  * head's row), so the pass reads whole stretches of memory instead of one head's row every
  * few KiB, and each head's rows of the next tile are requested into L2 while this tile's
  * are multiplied (its K during the scores, its V during the weighted sum). A q8_0 or q4_0
- * cache goes through integer steps of its own (kern_avx512_attention_q8.h).
+ * cache goes through integer steps of its own (kern_avx512_attention_quant.h).
  *
  * A tile takes three passes over the heads: every head's scores, then every head's softmax,
  * then every head's weighted sum. A softmax is a chain of dependent steps (maximum, exp,
@@ -35,7 +35,7 @@
  * burst per head (1.36x), each block's rows grouped by kv head (1.36x; 1.65x with no
  * requests), no requests at all (1.59x), d and the cache type as constants (unchanged).
  */
-#include "kern_avx512_attention_q8.h"
+#include "kern_avx512_attention_quant.h"
 
 /* Positions a step of the walk takes: one usual paged block, so that the heads, one after
  * another, sweep 32 KiB (Qwen3-0.6B's f16 rows) where the hardware's prefetchers follow them.
@@ -157,7 +157,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
   const int64_t n_rows = a->n_tokens * g_n;
   if (d % 16 != 0 || d > MAX_DIM || n_rows > NK_ATTN_SPLIT_ROWS) return 0;
   const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
-  /* A q8_0 or q4_0 cache is read by the integer steps (kern_avx512_attention_q8.h). */
+  /* A q8_0 or q4_0 cache is read by the integer steps (kern_avx512_attention_quant.h). */
   const int q4 = a->kv_type == NK_Q4_0;
   const int q8 = (a->kv_type == NK_Q8_0 || q4) && d % 64 == 0;
   /* Each head's scores of the current tile, n_rows x NK_ATTN_TILE from head 0's. */

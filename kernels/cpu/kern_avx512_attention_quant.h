@@ -16,8 +16,8 @@
  * V pass's instructions but not its time, in cache or from memory (2 threads, 28 layers,
  * 2048 and 8192 positions, libraries alternated).
  */
-#ifndef KERN_AVX512_ATTENTION_Q8_H
-#define KERN_AVX512_ATTENTION_Q8_H
+#ifndef KERN_AVX512_ATTENTION_QUANT_H
+#define KERN_AVX512_ATTENTION_QUANT_H
 
 #include "kern_avx512_attention_tiles.h"
 
