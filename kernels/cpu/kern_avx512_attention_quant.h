@@ -59,6 +59,17 @@ static inline void q8_query_put(const float *q, int64_t d, q8_chunk *out) {
   }
 }
 
+/* The f16 scale of block b of the quantized row at `row`. */
+static inline uint16_t block_d(const uint8_t *row, int64_t b, const int q4) {
+  return q4 ? ((const nk_block_q4_0 *)row)[b].d : ((const nk_block_q8_0 *)row)[b].d;
+}
+
+/* Two blocks' f16 scales, each in the eight lanes of its block's values. */
+static inline __m512 chunk_scales(uint16_t d0, uint16_t d1) {
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)d0)),
+                                                 _mm_set1_epi16((short)d1), 1));
+}
+
 /* Two blocks of key values at `at`, unsigned, in the order of a q8_chunk's values, and
  * their scales in its lanes' order: q8_0's bytes offset by 128, or q4_0's nibbles (the low
  * ones values 0-15, the high ones 16-31). */
@@ -71,16 +82,14 @@ static inline __attribute__((always_inline)) __m512i key_chunk(const uint8_t *at
         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b[1].qs)), 1);
     /* Each block's bytes twice: the first copy keeps its low nibbles, the second its high. */
     const __m512i shifted = _mm512_mask_srli_epi16(both, (__mmask32)0xFF00FF00u, both, 4);
-    *scales = _mm512_cvtph_ps(_mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_set1_epi16((short)b[0].d)), _mm_set1_epi16((short)b[1].d), 1));
+    *scales = chunk_scales(b[0].d, b[1].d);
     return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
   }
   const nk_block_q8_0 *b = (const nk_block_q8_0 *)at;
   const __m512i k = _mm512_inserti64x4(
       _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[0].qs)),
       _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
-  *scales = _mm512_cvtph_ps(_mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_set1_epi16((short)b[0].d)), _mm_set1_epi16((short)b[1].d), 1));
+  *scales = chunk_scales(b[0].d, b[1].d);
   return _mm512_xor_si512(k, _mm512_set1_epi8((char)0x80));
 }
 
@@ -150,6 +159,7 @@ static inline void q8_tile_scores(const q8_chunk *qc, int64_t g_n, int64_t d, co
   tile_scores_begin(rows, n, block, next, n_next, off, row_bytes);
   for (int64_t j0 = 0; j0 < n; j0 += block) {
     tile_block_request(next, j0, block, n_next, off, row_bytes);
+    /* q4 as a constant in each branch: one copy of the steps per cache type. */
     if (q4) {
       q8_scores_rows(qc, g_n, d / 64, rows + j0, off, n - j0, 1, scale, scores + j0);
     } else {
@@ -180,11 +190,6 @@ static inline __attribute__((always_inline)) void value_chunk(const uint8_t *row
     v[i] = _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk[i / 2].qs + 16 * (i % 2)))));
   }
-}
-
-/* The f16 scale of block b of the quantized row at `row`. */
-static inline uint16_t block_d(const uint8_t *row, int64_t b, const int q4) {
-  return q4 ? ((const nk_block_q4_0 *)row)[b].d : ((const nk_block_q8_0 *)row)[b].d;
 }
 
 /* acc[g][0, d) += sum_j p[g][j] * v_j for rows g < gn, the n <= 16 V rows at
@@ -276,6 +281,7 @@ static inline void q8_tile_weighted_sum(const nk_attn *a, int64_t g_n, int64_t n
     const int64_t m = tile_seen_end(a, 0, g_n, g0, gn, p0, n), ask = g0 == 0 ? n_next : 0;
     float *acc_g = acc + g0 * d;
     const float *p = scores + g0 * NK_ATTN_TILE;
+    /* q4 as a constant in each branch: one copy of the steps per cache type. */
     if (q4) {
       q8_pass_values(acc_g, p, vrows, off, m, d, gn, 1, next, ask, row_bytes);
     } else {

@@ -131,8 +131,8 @@ static void span_weights(const nk_attn *a, float *scratch, int64_t g_n, int64_t 
 
 /* The scores of a kv head's n_rows query rows against the tile's n K rows (at krows[j] +
  * off), HEADS_PER_PASS rows at a time (a tile's rows stay in L1 for the later passes); the
- * first pass requests next[0, n_next). */
-static void span_scores(const nk_attn *a, head_state s, int64_t n_rows, int q8, int q4,
+ * first pass requests next[0, n_next). quant: the cache's integer steps (q4: it is q4_0). */
+static void span_scores(const nk_attn *a, head_state s, int64_t n_rows, int quant, int q4,
                         const uint8_t **krows, int64_t off, int64_t n,
                         const uint8_t *const *next, int64_t n_next, int64_t row_bytes,
                         float *scores) {
@@ -141,7 +141,7 @@ static void span_scores(const nk_attn *a, head_state s, int64_t n_rows, int q8, 
     const int64_t gn = rows_in_pass(n_rows, g0);
     const int64_t ask = g0 == 0 ? n_next : 0;
     float *out = scores + g0 * NK_ATTN_TILE;
-    if (q8) {
+    if (quant) {
       q8_tile_scores(s.q8 + g0 * (d / 64), gn, d, krows, off, n, q4, a->scale, next, ask,
                      row_bytes, out);
     } else {
@@ -159,7 +159,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
   const int64_t row_bytes = nk_kv_head_bytes(a->kv_type, d);
   /* A q8_0 or q4_0 cache is read by the integer steps (kern_avx512_attention_quant.h). */
   const int q4 = a->kv_type == NK_Q4_0;
-  const int q8 = (a->kv_type == NK_Q8_0 || q4) && d % 64 == 0;
+  const int quant = (a->kv_type == NK_Q8_0 || q4) && d % 64 == 0;
   /* Each head's scores of the current tile, n_rows x NK_ATTN_TILE from head 0's. */
   float *scores = scratch + n_kv * nk_attn_split_head_floats(n_rows, d);
   /* Each position's row of kv head 0; head h's lies h rows further. */
@@ -178,7 +178,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
     for (int64_t r = 0; r < n_rows; r++) {
       s.run_max[r] = -INFINITY;
       s.run_sum[r] = 0.0f;
-      if (q8) q8_query_put(s.q + r * d, d, s.q8 + r * (d / 64));
+      if (quant) q8_query_put(s.q + r * d, d, s.q8 + r * (d / 64));
     }
   }
   if (lo < hi) {
@@ -213,7 +213,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
     for (int64_t h = 0; h < n_kv; h++) {
       const head_state s = head_at(scratch, h, n_rows, d);
       const int64_t off = h * row_bytes;
-      span_scores(a, s, n_rows, q8, q4, krows, off, n, knext, n_next, row_bytes,
+      span_scores(a, s, n_rows, quant, q4, krows, off, n, knext, n_next, row_bytes,
                   scores + h * n_rows * NK_ATTN_TILE);
     }
     span_weights(a, scratch, g_n, n_rows, n_kv, p0, n, scores);
@@ -221,7 +221,7 @@ int nk_attend_span_avx512(const nk_attn *a, int64_t p_begin, int64_t p_end, floa
       const head_state s = head_at(scratch, h, n_rows, d);
       const int64_t off = h * row_bytes;
       const float *hs = scores + h * n_rows * NK_ATTN_TILE;
-      if (q8) {
+      if (quant) {
         q8_tile_weighted_sum(a, g_n, n_rows, p0, n, hs, vrows, off, q4, s.acc, vnext, n_next,
                              row_bytes);
       } else {

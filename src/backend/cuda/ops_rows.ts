@@ -23,11 +23,7 @@ export function recordEmbed(
   if (o.cols !== t.cols || o.rows < ids.length || ids.length === 0) {
     throw invalidArgument("embed", `${ids.length} ids into ${o.rows}x${o.cols} from ${t.name}`);
   }
-  for (const id of ids) {
-    if (!(id >= 0 && id < t.rows)) throw invalidArgument("embed", `token id ${id} of ${t.rows}`);
-  }
-  ctx.reserveArena(4 * ids.length + 64);
-  const dev = ctx.arena.put(ids);
+  const dev = putIndices(ctx, "embed", "token id", ids, t.rows);
   ctx.runner.tape.launch(ctx.k("get_rows"), Math.ceil(t.cols / 256), ids.length, 1, 256)
     .p(o.ptr).p(t.ptr).i(t.type.id).p(dev).i(ids.length).i(t.cols).i(t.rowBytes).end();
   return o;
@@ -48,12 +44,24 @@ export function recordGatherRows(
       `${rows.length} rows of ${x.rows}x${x.cols} into ${o.rows}x${o.cols}`,
     );
   }
-  for (const r of rows) {
-    if (!(r >= 0 && r < x.rows)) throw invalidArgument("gatherRows", `row ${r} of ${x.rows}`);
-  }
-  ctx.reserveArena(4 * rows.length + 64);
-  const idx = ctx.arena.put(rows);
+  const idx = putIndices(ctx, "gatherRows", "row", rows, x.rows);
   ctx.runner.tape.launch(ctx.k("gather_rows"), Math.ceil(x.cols / 256), rows.length, 1, 256)
     .p(o.ptr).p(x.ptr).p(idx).i(rows.length).i(x.cols).end();
   return o;
+}
+
+/** The indices, each checked to name one of `limit` rows, put in the step arena; returns
+ * their device address. */
+function putIndices(
+  ctx: CudaContext,
+  op: string,
+  what: string,
+  indices: Int32Array,
+  limit: number,
+): number {
+  for (const i of indices) {
+    if (!(i >= 0 && i < limit)) throw invalidArgument(op, `${what} ${i} of ${limit}`);
+  }
+  ctx.reserveArena(4 * indices.length + 64);
+  return ctx.arena.put(indices);
 }
