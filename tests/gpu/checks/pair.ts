@@ -100,7 +100,13 @@ export class Pair {
     cols: number,
   ): Both<Activation> {
     const f32 = ggmlTypeInfo(GgmlType.F32)!;
-    const bytes = (d: Float32Array): Uint8Array => new Uint8Array(d.slice().buffer);
+    // Kept alive: a backend that reads weights in place (the CPU's) reads them when its
+    // queued embed runs, after this returns.
+    const bytes = (d: Float32Array): Uint8Array => {
+      const b = new Uint8Array(d.slice().buffer);
+      this.#keep.push(b);
+      return b;
+    };
     const wDev = this.dev.loadWeight(source("upload", f32, rows, cols, bytes(devData)));
     const wRef = this.ref.loadWeight(source("upload", f32, rows, cols, bytes(refData)));
     const ids = Int32Array.from({ length: rows }, (_, i) => i);
