@@ -41,6 +41,7 @@ void NK_FN(nk_silu_mul)(float *out, const float *gate, const float *up, int64_t 
 void NK_FN(nk_gelu_mul)(float *out, const float *gate, const float *up, int64_t n);
 void NK_FN(nk_add)(float *out, const float *a, const float *b, int64_t n);
 void NK_FN(nk_rope_apply)(float *x, int64_t n_heads, int64_t head_dim, const float *cs);
+void NK_FN(nk_hadamard_chunk)(float *x, int64_t n, float norm);
 void NK_FN(nk_attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh,
                            float *scratch);
 void NK_FN(nk_attend_split)(const nk_attn *a, int64_t p_begin, int64_t p_end, float *scratch,

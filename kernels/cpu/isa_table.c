@@ -61,6 +61,7 @@ const nk_isa_ops NK_TABLE = {
     .gelu_mul = NK_FN(nk_gelu_mul),
     .add = NK_FN(nk_add),
     .rope_apply = NK_FN(nk_rope_apply),
+    .hadamard_chunk = NK_FN(nk_hadamard_chunk),
     .attend_item = NK_FN(nk_attend_item),
     .attend_split = NK_FN(nk_attend_split),
     .f16_store = NK_FN(nk_f16_store),

@@ -241,6 +241,9 @@ NK_API int32_t nk_add_bias(nk_pool *pool, float *out, const float *a, const floa
                            int64_t n, int64_t cols);
 /* out = a * factor over n values. */
 NK_API int32_t nk_scale(nk_pool *pool, float *out, const float *a, float factor, int64_t n);
+/* Every n values (a power of two dividing cols) of rows x cols floats, in place, times the
+ * orthonormal Walsh-Hadamard matrix H[i][j] = (-1)^popcount(i & j) / sqrt(n). */
+NK_API int32_t nk_hadamard(nk_pool *pool, float *x, int64_t rows, int64_t cols, int64_t n);
 
 /* Mixture-of-experts routing of n_rows rows of n_experts scores, as llama.cpp's softmax
  * gating computes it: p = softmax(row) (f32, its sum in double), the k experts of highest p

@@ -266,6 +266,8 @@ typedef struct {
   void (*gelu_mul)(float *out, const float *gate, const float *up, int64_t n);
   void (*add)(float *out, const float *a, const float *b, int64_t n);
   void (*rope_apply)(float *x, int64_t n_heads, int64_t head_dim, const float *cs);
+  /* n values (a power of two) times the Walsh-Hadamard matrix and `norm` (isa_hadamard.c). */
+  void (*hadamard_chunk)(float *x, int64_t n, float norm);
   /* Tokens [t0, t0 + nt), nt <= nk_attn_tile_tokens(a), for kv head kvh. */
   void (*attend_item)(const nk_attn *a, int64_t t0, int64_t nt, int64_t kvh, float *scratch);
   /* A decode sequence (at most NK_ATTN_SPLIT_ROWS query rows per kv head) over positions

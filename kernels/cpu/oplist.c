@@ -34,6 +34,7 @@ enum {
   OP_MATMUL_EXPERTS = 15,
   OP_MOE_COMBINE = 16,
   OP_ARGMAX_ROWS_MASKED = 17,
+  OP_HADAMARD = 18,
 };
 
 #define HEADER 2
@@ -110,6 +111,7 @@ static int64_t fixed_words(int32_t code) {
     case OP_ADD: return 4;
     case OP_ADD_BIAS: return 5;
     case OP_SCALE: return 4;
+    case OP_HADAMARD: return 4;
     case OP_GATHER_ROWS: return 5;
     case OP_ARGMAX_ROWS: return 4;
     case OP_MOE_ROUTE: return 7;
@@ -162,6 +164,7 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
     case OP_ADD_BIAS:
       return nk_add_bias(pool, ptr(a[0]), ptr(a[1]), ptr(a[2]), i64(a[3]), i64(a[4]));
     case OP_SCALE: return nk_scale(pool, ptr(a[0]), ptr(a[1]), (float)a[2], i64(a[3]));
+    case OP_HADAMARD: return nk_hadamard(pool, ptr(a[0]), i64(a[1]), i64(a[2]), i64(a[3]));
     case OP_GATHER_ROWS:
       return gather_rows(ptr(a[0]), ptr(a[1]), i64(a[2]), ints + i64(a[3]), i64(a[4]));
     case OP_ARGMAX_ROWS: return nk_argmax_rows(pool, ptr(a[0]), i64(a[1]), i64(a[2]), ptr(a[3]));

@@ -1,7 +1,7 @@
 /*
  * The small per-element and per-row operations of a transformer step: RMSNorm, RoPE (both
- * ggml layouts), SiLU and GELU gates, add, bias, scale, row gather, embedding lookup,
- * argmax, f16 conversions. All activations are f32, row-major.
+ * ggml layouts), SiLU and GELU gates, add, bias, scale, the Walsh-Hadamard rotation, row
+ * gather, embedding lookup, argmax, f16 conversions. All activations are f32, row-major.
  */
 #include "quant.cuh"
 #include "rope.cuh"
@@ -117,6 +117,32 @@ extern "C" __global__ void scale_f32(float *out, const float *a, float factor, i
   }
 }
 EXPORT_KERNEL(scale_f32)
+
+/*
+ * Walsh-Hadamard rotation in place (kvRotation in src/backend/hadamard.ts): chunk
+ * blockIdx.x of n values (a power of two, at most HADAMARD_MAX) becomes H_n x / sqrt(n):
+ * scaled, then the CPU's butterflies in the CPU's order (kernels/cpu/hadamard.c, ggml's),
+ * so the two agree to the bit. grid chunks, HADAMARD_THREADS threads.
+ */
+#define HADAMARD_MAX 1024
+extern "C" __global__ void hadamard_rows(float *x, int n) {
+  __shared__ float s[HADAMARD_MAX];
+  float *c = x + (size_t)blockIdx.x * n;
+  const float norm = 1.0f / sqrtf((float)n);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = c[i] * norm;
+  __syncthreads();
+  for (int h = 1; h < n; h *= 2) {
+    for (int p = threadIdx.x; p < n / 2; p += blockDim.x) {
+      const int j = p / h * 2 * h + p % h;
+      const float a = s[j], b = s[j + h];
+      s[j] = a + b;
+      s[j + h] = a - b;
+    }
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < n; i += blockDim.x) c[i] = s[i];
+}
+EXPORT_KERNEL(hadamard_rows)
 
 /* out[i] = a[idx[i]] for rows of `cols`; grid (ceil(cols / 256), n), 256 threads. */
 extern "C" __global__ void gather_rows(float *out, const float *a, const int *idx, int n,

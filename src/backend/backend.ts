@@ -24,6 +24,13 @@ export {
   kvRowBytes,
   type KvShape,
 } from "./kv_cache.ts";
+export { hadamardProblem, type KvRotation, kvRotation } from "./hadamard.ts";
+export {
+  type BandwidthProbe,
+  bandwidthProbeOf,
+  type DeviceMemory,
+  deviceMemoryOf,
+} from "./capabilities.ts";
 
 /** Where a backend computes. */
 export type DeviceKind = "reference" | "cpu" | "cuda";
@@ -251,6 +258,13 @@ export interface Backend {
   /** Rotary embedding, in place on every head of every row at its position. */
   rope(x: Activation, layout: StepLayout, nHeads: number, headDim: number, spec: RopeSpec): void;
 
+  /**
+   * Rotates every `n` consecutive values of every row of `a`, in place, by the orthonormal
+   * Walsh-Hadamard matrix of order n (a power of two): H[i][j] = (-1)^popcount(i & j) /
+   * sqrt(n). H is its own inverse, so rotating twice gives the values back (kvRotation).
+   */
+  hadamard(a: Activation, n: number): void;
+
   /** Writes each row's K and V into the cache slot of its position. */
   storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void;
 
@@ -345,37 +359,6 @@ export interface Backend {
 
   /** Releases everything the backend holds. */
   close(): void;
-}
-
-/** What a backend whose memory is a device's (a GPU) adds: checked once, at load. */
-export interface DeviceMemory {
-  /**
-   * Fails, before anything is allocated, when `bytes` more would not fit in the device's
-   * free memory (the error carries the numbers).
-   */
-  ensureFits(bytes: number, what?: string): void;
-  /** Bytes this backend holds on the device now. */
-  deviceBytes(): number;
-}
-
-/** The backend's device memory, or null where its memory is the host's. */
-export function deviceMemoryOf(backend: Backend): DeviceMemory | null {
-  const b = backend as Backend & Partial<DeviceMemory>;
-  return typeof b.ensureFits === "function" && typeof b.deviceBytes === "function"
-    ? b as Backend & DeviceMemory
-    : null;
-}
-
-/** What a backend with a meaningful memory bandwidth figure (not the reference) adds. */
-export interface BandwidthProbe {
-  /** Memory read bandwidth of this device in GB/s, measured now. */
-  bandwidthGBs(): number;
-}
-
-/** The backend's bandwidth probe, or null where it has none. */
-export function bandwidthProbeOf(backend: Backend): BandwidthProbe | null {
-  const b = backend as Backend & Partial<BandwidthProbe>;
-  return typeof b.bandwidthGBs === "function" ? b as Backend & BandwidthProbe : null;
 }
 
 /** Backend.read for values already on the host: a copy, or `into` filled with them. */

@@ -11,6 +11,7 @@ import {
   checkArgmax,
   checkElementwise,
   checkGatherAndEmbed,
+  checkHadamard,
   checkMaskedArgmax,
   checkRmsNorm,
 } from "../gpu/checks/ops.ts";
@@ -48,6 +49,22 @@ test("emulated CUDA: matmul without cuBLAS (prefill on the mat-vec kernels)", (p
 test("emulated CUDA: rmsNorm, siluMul, geluMul, add, addBias, scale", (p) => {
   checkRmsNorm(p);
   checkElementwise(p);
+});
+
+Deno.test({
+  name: "emulated CUDA: hadamard matches the reference's product and the CPU's bits",
+  ignore: emu === null,
+  fn() {
+    const be = emu!.backend();
+    const cpu = new CpuBackend({ threads: 2 });
+    try {
+      checkHadamard(new Pair(be));
+      checkHadamard(new Pair(be, 1, cpu), 0);
+    } finally {
+      be.close();
+      cpu.close();
+    }
+  },
 });
 
 test("emulated CUDA: rope in both layouts, with scaling and frequency factors", (p) => {

@@ -17,6 +17,7 @@ import {
   checkArgmax,
   checkElementwise,
   checkGatherAndEmbed,
+  checkHadamard,
   checkMaskedArgmax,
   checkRmsNorm,
 } from "./checks/ops.ts";
@@ -62,6 +63,10 @@ gpuTest("rmsNorm, siluMul, geluMul, add, addBias, scale", (be) => {
   const p = new Pair(be);
   checkRmsNorm(p);
   checkElementwise(p);
+});
+
+gpuTest("hadamard against the reference's product", (be) => {
+  checkHadamard(new Pair(be));
 });
 
 gpuTest("rope in both layouts, with scaling and frequency factors", (be) => {

@@ -263,6 +263,11 @@ export class CpuBackend implements Backend, BandwidthProbe, RowDraws {
     this.pool.queue.scale(act(out).pointer, x.pointer, factor, x.rows * x.cols);
   }
 
+  hadamard(a: Activation, n: number): void {
+    const x = act(a);
+    this.pool.queue.hadamard(x.pointer, x.rows, x.cols, n);
+  }
+
   /** The address of an f32 vector weight (biases, rope factors): the ops read it as f32. */
   #f32(w: Weight, op: string): Deno.PointerObject {
     const v = weight(w);

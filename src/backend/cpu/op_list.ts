@@ -8,7 +8,7 @@
  * mixture-of-experts ops are op_list_moe.ts, the KV cache ops op_list_kv.ts.
  */
 
-import type { RopeYarn } from "../backend.ts";
+import { hadamardProblem, type RopeYarn } from "../backend.ts";
 import { checkDims, matmulOperands } from "./checks.ts";
 import { CpuKernelError } from "./errors.ts";
 import type { Operand } from "./native_buffer.ts";
@@ -22,6 +22,7 @@ export const MATMUL_MANY_MAX = 8;
 const OP_GET_ROWS = 1, OP_RMSNORM = 2, OP_MATMUL = 3, OP_ROPE = 4;
 const OP_SILU_MUL = 7, OP_ADD = 8, OP_GATHER_ROWS = 9, OP_ARGMAX_ROWS = 10;
 const OP_GELU_MUL = 11, OP_ADD_BIAS = 12, OP_SCALE = 13, OP_ARGMAX_ROWS_MASKED = 17;
+const OP_HADAMARD = 18;
 
 /** RoPE modes of nk_rope. */
 export const ROPE_NEOX = 0, ROPE_NORM = 1;
@@ -280,6 +281,19 @@ export class OpList extends KvOps {
       this.addr("scale", "out", out, 4 * n),
       this.addr("scale", "a", a, 4 * n),
       factor,
+      n,
+    ]);
+  }
+
+  /** Every n values of rows x cols floats at x, in place, by the Walsh-Hadamard matrix. */
+  hadamard(x: Operand, rows: number, cols: number, n: number): void {
+    checkDims("hadamard", { rows, cols });
+    const problem = hadamardProblem(cols, n);
+    if (problem !== null) throw new CpuKernelError("cpu_kernel_invalid", `hadamard: ${problem}`);
+    this.push("hadamard", OP_HADAMARD, [
+      this.addr("hadamard", "x", x, 4 * rows * cols),
+      rows,
+      cols,
       n,
     ]);
   }

@@ -35,7 +35,13 @@ import { allocateKvCache, copyBandwidth, copyKvRows, ensureFits, uploadWeight } 
 import type { MemoryUsage } from "./memory.ts";
 import { recordArgmax } from "./ops_argmax.ts";
 import { recordAttention, recordStoreKv } from "./ops_attention.ts";
-import { launchBinary, operands, recordAddBias, recordScale } from "./ops_elementwise.ts";
+import {
+  launchBinary,
+  operands,
+  recordAddBias,
+  recordHadamard,
+  recordScale,
+} from "./ops_elementwise.ts";
 import { recordMatmul } from "./ops_matmul.ts";
 import {
   asExperts,
@@ -268,6 +274,10 @@ export class CudaBackend implements Backend, DeviceMemory, BandwidthProbe {
 
   scale(out: Activation, a: Activation, factor: number): void {
     this.#wrote(recordScale(this.#live(), out, a, factor));
+  }
+
+  hadamard(a: Activation, n: number): void {
+    this.#wrote(recordHadamard(this.#live(), a, n));
   }
 
   routeExperts(ids: Activation, weights: Activation, logits: Activation, normalize: boolean): void {

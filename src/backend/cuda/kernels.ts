@@ -49,6 +49,7 @@ function signatures(): Record<string, string> {
     add_f32: "pppi",
     add_bias: "pppii",
     scale_f32: "ppfi",
+    hadamard_rows: "pi",
     gather_rows: "pppii",
     get_rows: "ppipiii",
     dequant_f16: "ppiiii",

@@ -4,7 +4,7 @@
  * or follows them (fusion.ts); the backend decides that before it comes here.
  */
 
-import type { Activation, Weight } from "../backend.ts";
+import { type Activation, hadamardProblem, type Weight } from "../backend.ts";
 import type { CudaContext } from "./context.ts";
 import { invalidArgument } from "./errors.ts";
 import { asActivation, asWeight, type CudaActivation } from "./resources.ts";
@@ -81,4 +81,22 @@ export function recordScale(
   ctx.runner.tape.launch(ctx.k("scale_f32"), grid(n), 1, 1, THREADS)
     .p(o.ptr).p(x.ptr).f(factor).i(n).end();
   return o;
+}
+
+/** Chunk sizes hadamard_rows rotates (its shared memory). */
+const HADAMARD_MAX = 1024;
+const HADAMARD_THREADS = 128;
+
+/** Every n values of every row of a by the Walsh-Hadamard matrix, in place; returns a. */
+export function recordHadamard(ctx: CudaContext, a: Activation, n: number): CudaActivation {
+  const x = asActivation(a, "hadamard");
+  const problem = hadamardProblem(x.cols, n) ??
+    (n > HADAMARD_MAX ? `chunk ${n} is over ${HADAMARD_MAX}` : null);
+  if (problem !== null) throw invalidArgument("hadamard", problem);
+  const chunks = x.rows * x.cols / n;
+  if (chunks > 0) {
+    ctx.runner.tape.launch(ctx.k("hadamard_rows"), chunks, 1, 1, HADAMARD_THREADS)
+      .p(x.ptr).i(n).end();
+  }
+  return x;
 }

@@ -15,6 +15,7 @@ import {
   type Collective,
   type ExpertSource,
   type ExpertWeight,
+  hadamardProblem,
   type KvCache,
   type KvCacheSpec,
   kvCopyProblem,
@@ -28,6 +29,7 @@ import {
 import type { GgmlTypeInfo } from "../../gguf/types.ts";
 import { combineToken, routeToken } from "./expert_routing.ts";
 import { ropeTurn } from "./rope_angle.ts";
+import { hadamardChunks } from "./hadamard.ts";
 
 class RefWeight implements Weight {
   constructor(
@@ -196,6 +198,12 @@ export class ReferenceBackend implements Backend {
         }
       }
     }
+  }
+
+  hadamard(a: Activation, n: number): void {
+    const problem = hadamardProblem(act(a).cols, n);
+    if (problem !== null) throw new RangeError(`hadamard: ${problem}`);
+    hadamardChunks(act(a).data, n);
   }
 
   storeKv(cache: KvCache, layer: number, k: Activation, v: Activation, layout: StepLayout): void {

@@ -1,15 +1,15 @@
 /**
  * The small ops against the reference: RMSNorm (per token and per head, narrow and wide),
- * SiLU and GELU gates, add, bias, scale, row gather, embedding lookups from quantized
- * tables, and greedy argmax on the device. RoPE is rope.ts's.
+ * SiLU and GELU gates, add, bias, scale, the Walsh-Hadamard rotation, row gather, embedding
+ * lookups from quantized tables, and greedy argmax on the device. RoPE is rope.ts's.
  */
 
 import { argmax, maskedArgmax } from "../../../src/common/argmax.ts";
 import { GgmlType, ggmlTypeInfo } from "../../../src/gguf/types.ts";
 import { f32ToF16 } from "../../../src/gguf/half.ts";
 import type { Activation, Backend } from "../../../src/backend/backend.ts";
-import { assertEquals } from "../../support/assert.ts";
-import { type Pair, randomF32, source, typeNamed } from "./pair.ts";
+import { assert, assertEquals, assertThrows } from "../../support/assert.ts";
+import { assertClose, type Pair, randomF32, source, typeNamed } from "./pair.ts";
 
 const EXACT = 1e-6;
 const NORM = 1e-5;
@@ -88,6 +88,39 @@ export function checkElementwise(pair: Pair): void {
   pair.dev.scale(c.dev, c.dev, -0.125);
   pair.ref.scale(c.ref, c.ref, -0.125);
   pair.check("scale in place", c, 0);
+}
+
+/**
+ * The Walsh-Hadamard rotation (the chunks a quantized KV cache turns heads by, and the
+ * smallest and largest others), within `bound` of pair.ref, and twice over the input
+ * back (H is its own inverse). Wrong chunk sizes are refused by both.
+ */
+export function checkHadamard(pair: Pair, bound = NORM): void {
+  const cases: Array<[rows: number, cols: number, n: number]> = [
+    [1, 2048, 128],
+    [3, 1024, 64],
+    [40, 1024, 128],
+    [2, 64, 2],
+    [1, 1024, 1024],
+  ];
+  for (const [rows, cols, n] of cases) {
+    const data = randomF32(pair.rng, rows * cols, 2);
+    // An outlier feature: what the rotation exists to spread.
+    data[5] = 60;
+    const x = pair.upload(data, rows, cols);
+    pair.dev.hadamard(x.dev, n);
+    pair.ref.hadamard(x.ref, n);
+    pair.check(`hadamard ${rows}x${cols} by ${n}`, x, bound);
+    pair.dev.hadamard(x.dev, n);
+    assertClose(`hadamard twice ${rows}x${cols} by ${n}`, pair.dev.read(x.dev), data, NORM);
+  }
+  const x = pair.random(2, 192);
+  for (const n of [3, 96, 256, 0]) {
+    for (const be of [pair.dev, pair.ref]) {
+      const err = assertThrows(() => be.hadamard(be === pair.dev ? x.dev : x.ref, n));
+      assert(err.message.includes(`chunk ${n}`), err.message);
+    }
+  }
 }
 
 export function checkGatherAndEmbed(pair: Pair): void {
