@@ -4,6 +4,8 @@
  * layer (`layer()`) from the sublayers here, so that its file reads like its math:
  *
  *   attend:  proj = Wo · attn(rope(q), rope(k), v)      (q, k, v already projected)
+ *            a quantized cache holds K and V rotated: Hk·k, Hv·v; then q turns by Hk and
+ *            the output back by Hv (kvRotation)
  *   ffn:     proj = Wdown · (act(Wgate · n) * (Wup · n))  act = silu or gelu
  *
  * Under tensor parallelism a rank holds some heads and FFN columns (shard.ts); Wo and Wdown
@@ -11,16 +13,17 @@
  * rms(x) itself instead of logits (`step.output` "hidden"): what embeddings are pooled from.
  */
 
-import type {
-  Activation,
-  AttentionShape,
-  Backend,
-  KvCache,
-  KvShape,
-  RopeSpec,
-  Step,
-  StepLayout,
-  Weight,
+import {
+  type Activation,
+  type AttentionShape,
+  type Backend,
+  type KvCache,
+  kvRotation,
+  type KvShape,
+  type RopeSpec,
+  type Step,
+  type StepLayout,
+  type Weight,
 } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/mod.ts";
 import type { GgufModel, Model, ModelFamily, ModelShard } from "./family.ts";
@@ -216,7 +219,8 @@ export abstract class Decoder<L> implements Model {
 
   /**
    * s.proj = Wo · attention of s.q over the cache, after rotating s.q and s.k by `rope`
-   * and storing s.k, s.v as layer `layer`'s K/V; summed over the ranks.
+   * and storing s.k, s.v as layer `layer`'s K/V; summed over the ranks. Around a quantized
+   * cache the heads also turn by the cache's Walsh-Hadamard rotations, as llama.cpp's do.
    */
   protected attend(
     s: StepActs,
@@ -228,8 +232,15 @@ export abstract class Decoder<L> implements Model {
     const be = this.backend;
     be.rope(s.q, s.layout, shape.nHeads, shape.headDim, rope);
     be.rope(s.k, s.layout, shape.nKvHeads, shape.headDim, rope);
+    const turn = kvRotation(s.cache.spec.dtype, shape.headDim);
+    if (turn !== null) {
+      be.hadamard(s.q, turn.k);
+      be.hadamard(s.k, turn.k);
+      be.hadamard(s.v, turn.v);
+    }
     be.storeKv(s.cache, layer, s.k, s.v, s.layout);
     be.attention(s.attn, s.q, s.cache, layer, s.layout, shape);
+    if (turn !== null) be.hadamard(s.attn, turn.v);
     be.matmul(s.proj, wo, s.attn);
     this.sumOverRanks(s.proj);
   }

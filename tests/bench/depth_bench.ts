@@ -56,7 +56,6 @@ const refs = await Promise.all(
       threads: 2,
       spin: true,
       kvType,
-      rotateQuantizedKv: true,
     })
   ),
 );

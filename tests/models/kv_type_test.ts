@@ -21,8 +21,8 @@ function stepDiff(ours: Float32Array, top5: Array<[number, number]>): number {
 }
 
 /**
- * The comparisons with llama.cpp's quantized caches (its Hadamard rotation off: see
- * LlamaOpenOptions.rotateQuantizedKv). Both sides quantize the cache and the queries alike
+ * The comparisons with llama.cpp's quantized caches, both sides rotating the heads where
+ * head_dim allows (the small fixture's 64; kvRotation). Both sides quantize the cache and the queries alike
  * (ggml's x86 q8_0 quantizer), yet their arithmetic around it differs (llama.cpp sums a
  * block's integer products before scaling, and its flash attention orders the work
  * otherwise), which the tiny fixtures' sharp attention amplifies: the largest difference

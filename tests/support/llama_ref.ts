@@ -348,7 +348,7 @@ export class LlamaModel {
     const params = contextParams(this.#sym, this.contextLength, threads, kind, {
       k: kType,
       v: this.#options.vType ?? kType,
-      rotate: this.#options.rotateQuantizedKv ?? false,
+      rotate: this.#options.rotateQuantizedKv ?? true,
     });
     const ctx = this.#sym.llama_init_from_model(model, params);
     if (ctx === null) {

@@ -37,7 +37,7 @@ export function contextParams(
   nCtx: number,
   threads: number,
   kind: ContextKind,
-  cache: KvCacheParams = { k: "f16", v: "f16", rotate: false },
+  cache: KvCacheParams = { k: "f16", v: "f16", rotate: true },
 ): Uint8Array {
   const params = sym.llama_context_default_params();
   const view = checkedContextDefaults(params);

@@ -33,9 +33,8 @@ export interface LlamaOpenOptions {
   vType?: KvCacheType;
   /**
    * llama.cpp rotates a quantized cache's heads by a Walsh-Hadamard matrix where head_dim is a
-   * multiple of 64 (attn_rot_k/v, spreading outliers before quantization); neuron does
-   * not, so by default the reference runs without it (LLAMA_ATTN_ROT_DISABLE) to compare
-   * the same arithmetic. true keeps llama.cpp's default.
+   * multiple of 64 (attn_rot_k/v), as neuron does (kvRotation); false turns it off
+   * (LLAMA_ATTN_ROT_DISABLE), to show what the rotation changes. Default true.
    */
   rotateQuantizedKv?: boolean;
 }
