@@ -89,14 +89,14 @@ Deno.test("disconnect: a non-streaming client that leaves stops its generation t
     }, { signal: ac.signal }).catch((err) => err);
     await eventually(
       async () => (await modelHealth(node)).in_flight === 1 || undefined,
-      2000,
+      10_000,
       "running",
     );
     ac.abort();
     assert((await pending) instanceof Error, "the client saw its own abort");
     await eventually(
       async () => (await modelHealth(node)).in_flight === 0 || undefined,
-      1000,
+      10_000,
       "in_flight 0",
     );
     const before = await completionTokens(node);
