@@ -15,17 +15,9 @@ import { CpuBackend } from "../../src/backend/cpu/cpu_backend.ts";
 import { openGguf } from "../../src/gguf/mod.ts";
 import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import { withSession } from "./session.ts";
+import { HEADS_128_SHAPE } from "../gpu/checks/model.ts";
 
-const SHAPE = {
-  hidden: 256,
-  layers: 2,
-  heads: 4,
-  kvHeads: 2,
-  headDim: 128,
-  ffn: 512,
-  vocab: 512,
-  tiedOutput: false,
-};
+const SHAPE = HEADS_128_SHAPE;
 
 /** Four prompts of 24 to 96 tokens. */
 const PROMPTS = [0, 1, 2, 3].map((k) =>

@@ -8,6 +8,7 @@
 import { fixture } from "../fixtures.ts";
 import { openModel } from "../../src/runner/mod.ts";
 import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
+import { HEADS_128_SHAPE } from "../gpu/checks/model.ts";
 import { assertTwoRanksEqualOne } from "./support/rank_parity.ts";
 
 /** The CUDA device label of this file's workers (see support/children.ts). */
@@ -26,17 +27,8 @@ Deno.test("tp runner: a q4_0 KV cache of rotated heads (head_dim 128) over two r
   const dir = await Deno.makeTempDir();
   const path = `${dir}/heads128-q8_0.gguf`;
   writeSyntheticQwen3(path, {
-    shape: {
-      hidden: 256,
-      layers: 2,
-      heads: 4,
-      kvHeads: 2,
-      headDim: 128,
-      ffn: 512,
-      // The golden prompt's ids are the Qwen vocabulary's.
-      vocab: 151936,
-      tiedOutput: true,
-    },
+    // The golden prompt's ids are the Qwen vocabulary's.
+    shape: { ...HEADS_128_SHAPE, vocab: 151936, tiedOutput: true },
     quant: "q8_0",
     seed: 3,
   });

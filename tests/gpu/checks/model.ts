@@ -30,6 +30,12 @@ export const SMALL_SHAPE = {
   tiedOutput: false,
 };
 
+/**
+ * SMALL_SHAPE with heads of 128: a quantized cache then turns q and K by chunks of 128 and
+ * V by 64 (kvRotation), where heads of 64 turn both by 64.
+ */
+export const HEADS_128_SHAPE = { ...SMALL_SHAPE, headDim: 128 };
+
 /** Writes the small synthetic model of `quant` into `dir`; returns its path. */
 export function smallModel(dir: string, quant: FileType): string {
   const path = `${dir}/small-${quant}.gguf`;
