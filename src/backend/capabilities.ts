@@ -1,9 +1,8 @@
 /**
  * What some backends offer beyond the ops: device memory accounting (a GPU) and a memory
- * bandwidth probe (not the reference). Callers ask for them by feature, not by class.
+ * bandwidth probe (not the reference). Callers ask a backend for them by feature, not by
+ * class; nothing here needs the Backend interface itself.
  */
-
-import type { Backend } from "./backend.ts";
 
 /** What a backend whose memory is a device's (a GPU) adds: checked once, at load. */
 export interface DeviceMemory {
@@ -17,10 +16,10 @@ export interface DeviceMemory {
 }
 
 /** The backend's device memory, or null where its memory is the host's. */
-export function deviceMemoryOf(backend: Backend): DeviceMemory | null {
-  const b = backend as Backend & Partial<DeviceMemory>;
+export function deviceMemoryOf(backend: object): DeviceMemory | null {
+  const b = backend as Partial<DeviceMemory>;
   return typeof b.ensureFits === "function" && typeof b.deviceBytes === "function"
-    ? b as Backend & DeviceMemory
+    ? b as DeviceMemory
     : null;
 }
 
@@ -31,7 +30,7 @@ export interface BandwidthProbe {
 }
 
 /** The backend's bandwidth probe, or null where it has none. */
-export function bandwidthProbeOf(backend: Backend): BandwidthProbe | null {
-  const b = backend as Backend & Partial<BandwidthProbe>;
-  return typeof b.bandwidthGBs === "function" ? b as Backend & BandwidthProbe : null;
+export function bandwidthProbeOf(backend: object): BandwidthProbe | null {
+  const b = backend as Partial<BandwidthProbe>;
+  return typeof b.bandwidthGBs === "function" ? b as BandwidthProbe : null;
 }
