@@ -17,8 +17,6 @@ import { writeSyntheticQwen3 } from "../../src/models/qwen3_synthetic.ts";
 import { withSession } from "./session.ts";
 import { HEADS_128_SHAPE } from "../gpu/checks/model.ts";
 
-const SHAPE = HEADS_128_SHAPE;
-
 /** Four prompts of 24 to 96 tokens. */
 const PROMPTS = [0, 1, 2, 3].map((k) =>
   Array.from({ length: 24 + 24 * k }, (_, i) => (i * (37 + 10 * k) + 5 + k) % 500)
@@ -33,6 +31,13 @@ const PROMPTS = [0, 1, 2, 3].map((k) =>
 const ROTATED_TOLERANCE = 0.2;
 const UNROTATED_AT_LEAST = 0.3;
 
+/** Each prompt's last logits from the model at `path` on `be` with a cache of `dtype`. */
+function promptLogits(path: string, dtype: KvDType, be: Backend): Float32Array[] {
+  return withSession(path, be, (s) => PROMPTS.map((p) => s.run(p, 0, [p.length - 1]).slice()), {
+    dtype,
+  });
+}
+
 /** max |ours - llama.cpp| over llama.cpp's top 20 after each prompt. */
 function diffs(ours: Float32Array[], theirs: (p: number[]) => Float32Array): number[] {
   return PROMPTS.map((p, i) =>
@@ -44,14 +49,9 @@ Deno.test("heads of 128 with a q8_0 or q4_0 cache: the prompts' logits equal lla
   const dir = await Deno.makeTempDir();
   try {
     const path = `${dir}/rot128-q8_0.gguf`;
-    writeSyntheticQwen3(path, { shape: SHAPE, quant: "q8_0", seed: 3 });
+    writeSyntheticQwen3(path, { shape: HEADS_128_SHAPE, quant: "q8_0", seed: 3 });
     for (const kvType of ["q8_0", "q4_0"] as const) {
-      const ours = withSession(
-        path,
-        new CpuBackend({ threads: 2 }),
-        (s) => PROMPTS.map((p) => s.run(p, 0, [p.length - 1]).slice()),
-        { dtype: kvType },
-      );
+      const ours = promptLogits(path, kvType, new CpuBackend({ threads: 2 }));
       using rotated = await openLlamaModel(path, { kvType });
       const d = diffs(ours, (p) => rotated.logits(p));
       assert(Math.max(...d) <= ROTATED_TOLERANCE, `${kvType}: ${d.map((x) => x.toFixed(3))}`);
@@ -97,13 +97,9 @@ Deno.test("K with outlier channels: the rotation keeps a q8_0 or q4_0 cache's lo
   const dir = await Deno.makeTempDir();
   try {
     const path = `${dir}/outliers-q8_0.gguf`;
-    writeSyntheticQwen3(path, { shape: SHAPE, quant: "q8_0", seed: 3 });
+    writeSyntheticQwen3(path, { shape: HEADS_128_SHAPE, quant: "q8_0", seed: 3 });
     withKOutliers(path, 20);
-    const run = (dtype: KvDType, be: Backend): Float32Array[] =>
-      withSession(path, be, (s) => PROMPTS.map((p) => s.run(p, 0, [p.length - 1]).slice()), {
-        dtype,
-      });
-    const f16 = run("f16", new CpuBackend({ threads: 2 }));
+    const f16 = promptLogits(path, "f16", new CpuBackend({ threads: 2 }));
     /** Mean over the prompts of the largest change of f16's top 20. */
     const change = (q: Float32Array[]): number =>
       PROMPTS.map((_, i) =>
@@ -112,8 +108,8 @@ Deno.test("K with outlier channels: the rotation keeps a q8_0 or q4_0 cache's lo
     // Rotated over unrotated, five seeds: q8_0 0.46-0.86 (its error is small either way),
     // q4_0 0.48-0.60.
     for (const [kvType, bound] of [["q8_0", 1], ["q4_0", 0.8]] as const) {
-      const rotated = change(run(kvType, new CpuBackend({ threads: 2 })));
-      const plain = change(run(kvType, unrotated(new CpuBackend({ threads: 2 }))));
+      const rotated = change(promptLogits(path, kvType, new CpuBackend({ threads: 2 })));
+      const plain = change(promptLogits(path, kvType, unrotated(new CpuBackend({ threads: 2 }))));
       console.log(
         `${kvType}: logits change ${rotated.toFixed(3)} rotated, ${plain.toFixed(3)} not`,
       );

@@ -1,7 +1,7 @@
 /**
- * The Walsh-Hadamard rotation (Backend.hadamard) as its definition reads, for the reference backend and the
- * checks of the fast kernels: each chunk of n values multiplied by the n x n matrix
- * H[i][j] = (-1)^popcount(i & j) / sqrt(n), summed in f64. O(n^2) per chunk where the
+ * The Walsh-Hadamard rotation (Backend.hadamard) as its definition reads, for the reference
+ * backend and the checks of the fast kernels: each chunk of n values multiplied by the n x n
+ * matrix H[i][j] = (-1)^popcount(i & j) / sqrt(n), summed in f64. O(n^2) per chunk where the
  * kernels take O(n log n); n is at most a head's width, so that is cheap enough here.
  */
 
