@@ -5,6 +5,7 @@
 export { Engine } from "./engine.ts";
 export { EngineError, type EngineErrorCode } from "./errors.ts";
 export type * from "./request.ts";
+export type * from "./token_filter.ts";
 export { GREEDY, type SampledToken, type SamplingParams, topIds } from "./sampler.ts";
 export { kvPoolBlocks } from "./kv/pool_size.ts";
 export { StepRows } from "./step_rows.ts";

@@ -9,7 +9,7 @@
 
 import { argmax } from "../common/argmax.ts";
 import { Rng } from "../gguf/rng.ts";
-import type { TokenFilter } from "./request.ts";
+import type { TokenFilter } from "./token_filter.ts";
 import { expNeg } from "./exp_table.ts";
 import { draw, type DrawParams, sum4 } from "./truncation.ts";
 import { nativeSampling, packDraw, type RowSummary } from "./native_sampling.ts";

@@ -12,8 +12,8 @@ import type {
   SequenceObserver,
   TokenCounts,
   TokenEnd,
-  TokenFilter,
 } from "./request.ts";
+import type { TokenFilter } from "./token_filter.ts";
 import { type SampledToken, Sampler, tokenLogprobs } from "./sampler.ts";
 import { Speculation, type SpeculativeParams } from "./spec/speculation.ts";
 

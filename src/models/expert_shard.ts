@@ -14,7 +14,6 @@ import type { GgufFile, GgufTensorInfo } from "../gguf/mod.ts";
 import { rowBytes } from "../gguf/types.ts";
 import { ShardError } from "./errors.ts";
 import type { DecoderHparams } from "./hparams.ts";
-import type { TensorSplit } from "./shard.ts";
 
 /** A rank's run of an expert's FFN columns. */
 export interface FfSpan {
@@ -63,7 +62,7 @@ export function sliceExperts(
   experts: number,
   rows: number,
   cols: number,
-  split: TensorSplit & { span: FfSpan },
+  split: { by: "rows" | "cols"; span: FfSpan },
 ): ExpertSlice {
   const rb = rowBytes(t.type, cols);
   const stride = rows * rb;

@@ -12,7 +12,7 @@
 import { cpuUsage } from "node:process";
 import type { CpuKernels, NativeBuffer, Pool } from "../../src/backend/cpu/kernels.ts";
 import type { GgmlTypeInfo } from "../../src/gguf/mod.ts";
-import { REPACK_ROWS } from "../../src/backend/cpu/repacked.ts";
+import { REPACK_ROWS } from "../../src/backend/cpu/kernel_types.ts";
 
 /** [rows, cols]: Qwen3-0.6B's FFN up/gate and down projections. */
 export const SWEEP_SHAPES: Array<[number, number]> = [[3072, 1024], [1024, 3072]];

@@ -2,7 +2,7 @@
 
 import { CpuKernelError } from "./errors.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
-import { kernelTypeName } from "./repacked.ts";
+import { kernelTypeName } from "./kernel_types.ts";
 
 export function checkDims(op: string, dims: Record<string, number>, allowZero = false): void {
   for (const [name, v] of Object.entries(dims)) {

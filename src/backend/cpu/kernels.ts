@@ -11,7 +11,7 @@ import { type CpuSymbols, openCpuLibrary } from "./library.ts";
 import { NativeBuffer, type Operand, operandPointer } from "./native_buffer.ts";
 import { checkDims } from "./checks.ts";
 import { ISA_LEVELS, type IsaLevel, Pool } from "./pool.ts";
-import { kernelTypeName } from "./repacked.ts";
+import { kernelTypeName } from "./kernel_types.ts";
 
 export { NativeBuffer, type Operand } from "./native_buffer.ts";
 export { ISA_LEVELS, type IsaLevel, MATMUL_MANY_MAX, Pool } from "./pool.ts";

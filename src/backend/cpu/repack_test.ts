@@ -14,7 +14,8 @@ import { everyPool, randomF32, relError, testKernels } from "../../../tests/supp
 import { rowBytes } from "../../gguf/types.ts";
 import type { CpuExperts } from "./cpu_experts.ts";
 import type { Pool } from "./pool.ts";
-import { REPACKED_TYPES, repackExperts, repackWeight } from "./repacked.ts";
+import { REPACKED_TYPES } from "./kernel_types.ts";
+import { repackExperts, repackWeight } from "./repacked.ts";
 import { WeightArena } from "./weight_arena.ts";
 import { CpuBackend } from "./cpu_backend.ts";
 import { weight } from "./handles.ts";

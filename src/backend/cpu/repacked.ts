@@ -2,32 +2,17 @@
  * Weight types the CPU kernels repack at load for products of a few rows (kernels/cpu/
  * repack.c): sixteen rows interleaved, so a batch of decodes or a speculative verification
  * reads each weight once and multiplies it with every row at the prefill kernels' rate,
- * without the panel packing those pay per call. Their ids are the library's, not ggml's.
+ * without the panel packing those pay per call. Their ids are in kernel_types.ts.
  */
 
 import type { ExpertSource, WeightSource } from "../backend.ts";
 import { log } from "../../common/log.ts";
-import { GgmlType, ggmlTypeInfo } from "../../gguf/mod.ts";
 import { CpuExperts } from "./cpu_experts.ts";
 import { CpuWeight } from "./handles.ts";
+import { REPACK_ROWS } from "./kernel_types.ts";
 import type { CpuKernels } from "./kernels.ts";
 import type { Pool } from "./pool.ts";
 import type { WeightArena } from "./weight_arena.ts";
-
-/** The repacked types by library id: their name and the ggml type they come from. */
-export const REPACKED_TYPES: ReadonlyMap<number, { name: string; base: number }> = new Map([
-  [0x108, { name: "Q8_0_R16", base: GgmlType.Q8_0 }],
-  [0x10c, { name: "Q4_K_R16", base: GgmlType.Q4_K }],
-  [0x10e, { name: "Q6_K_R16", base: GgmlType.Q6_K }],
-]);
-
-/** Rows of a repacked matrix come in groups of this many. */
-export const REPACK_ROWS = 16;
-
-/** The name of a type the kernels take (ggml's or a repacked one), or null. */
-export function kernelTypeName(type: number): string | null {
-  return ggmlTypeInfo(type)?.name ?? REPACKED_TYPES.get(type)?.name ?? null;
-}
 
 /**
  * `source` repacked into `arena` (on huge pages) when the kernels repack its type on this

@@ -20,7 +20,7 @@ import { ccString, type FlavourChoice, selectFlavour } from "./flavour.ts";
 import { GraphCache } from "./graph_cache.ts";
 import { type Kernel, KernelSet } from "./kernels.ts";
 import { DeviceMemory } from "./memory.ts";
-import type { Note } from "./fusion.ts";
+import type { DeviceRows, Note } from "./notes.ts";
 import { Runner } from "./runner.ts";
 
 export interface CudaBackendOptions {
@@ -44,13 +44,6 @@ export interface CudaBackendOptions {
 }
 
 const ARENA_BYTES = 1 << 20;
-
-/** Rows of f32 on the device: what the caches and fusion notes compare activations by. */
-export interface DeviceRows {
-  readonly rows: number;
-  readonly cols: number;
-  readonly ptr: number;
-}
 
 /** moe_group's grouping of the (token, slot) rows of the ids `src` by expert (ops_moe.ts). */
 export interface MoeGrouping {

@@ -17,85 +17,11 @@
  * records are the tape's last ones; a flush drops them.
  */
 
-import type { CudaContext, DeviceRows } from "./context.ts";
-import type { CudaActivation, CudaWeight } from "./resources.ts";
+import type { CudaContext } from "./context.ts";
+import type { DeviceRope } from "./device_rope.ts";
 import type { Kernel } from "./kernels.ts";
-import type { DeviceRope } from "./ops_rope.ts";
-
-export interface Quantized {
-  xq: number;
-  xd: number;
-  kp: number;
-}
-
-interface Span {
-  start: number;
-  end: number;
-}
-
-export type Note =
-  | Span & { kind: "add"; out: DeviceRows; a: DeviceRows; b: DeviceRows }
-  | Span & { kind: "norm"; out: DeviceRows; x: DeviceRows; w: number; eps: number }
-  | Span & {
-    kind: "addNorm";
-    sum: DeviceRows;
-    out: DeviceRows;
-    a: DeviceRows;
-    b: DeviceRows;
-    w: number;
-    eps: number;
-  }
-  | Span & { kind: "headNorm"; x: DeviceRows; w: number; dim: number; eps: number }
-  | Span & {
-    kind: "mmvq";
-    /** One to three products of the same activations, launched together. */
-    parts: Array<{ out: DeviceRows; w: CudaWeight }>;
-    q: Quantized;
-    name: string;
-    instance: number;
-    n: number;
-    tpr: number;
-  }
-  | Span & {
-    kind: "experts";
-    /** Two grouped expert products of the same q8_1 activations (mmvq_e_*), in turn. */
-    outs: [DeviceRows, DeviceRows];
-    weights: [number, number];
-    launch: ExpertLaunch;
-  }
-  | Span & {
-    kind: "combine";
-    out: DeviceRows;
-    acc: number;
-    ml: number;
-    rowSeq: number;
-    heads: number;
-    headDim: number;
-    splits: number;
-  };
-
-/** What an mmvq_e_* launch takes besides its output and weight (ops_moe.ts). */
-export interface ExpertLaunch {
-  name: string;
-  nt: number;
-  grid: number;
-  groups: number;
-  stride: number;
-  rows: number;
-  cols: number;
-  rowBytes: number;
-  q: Quantized;
-  order: number;
-  gexp: number;
-  gstart: number;
-  perSlot: number;
-  k: number;
-  tpr: number;
-}
-
-/** Distributes Omit over the union (what `note` takes: a Note before its span is known). */
-export type NoteBody = Note extends infer N ? N extends Note ? Omit<N, "start" | "end"> : never
-  : never;
+import type { DeviceRows, Note, NoteBody, Quantized } from "./notes.ts";
+import type { CudaActivation, CudaWeight } from "./resources.ts";
 
 export function same(a: DeviceRows, b: DeviceRows): boolean {
   return a.ptr === b.ptr && a.rows === b.rows && a.cols === b.cols;

@@ -14,7 +14,8 @@ import { invalidArgument } from "./errors.ts";
 import { upload } from "./loading.ts";
 import { expertsTiled, expertThreadsPerRow, matvecPlan, supportedType } from "./matmul_plan.ts";
 import { quantized } from "./ops_matmul.ts";
-import { type ExpertLaunch, note, same } from "./fusion.ts";
+import { note, same } from "./fusion.ts";
+import type { ExpertLaunch } from "./notes.ts";
 import type { CudaActivation } from "./resources.ts";
 
 /** llama.cpp's LLAMA_MAX_EXPERTS (moe.cu's MOE_MAX_EXPERTS). */

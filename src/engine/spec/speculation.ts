@@ -6,7 +6,7 @@
  * positions, and every row is sampled as if the tokens had come one at a time (engine.ts).
  */
 
-import type { TokenFilter } from "../request.ts";
+import type { TokenFilter } from "../token_filter.ts";
 import { DraftPolicy } from "./draft_policy.ts";
 import { NgramIndex } from "./ngram.ts";
 

@@ -1,6 +1,6 @@
 import { assertEquals } from "../../../tests/support/assert.ts";
 import { draftShare, resolveSpeculation, Speculation } from "./speculation.ts";
-import type { TokenFilter } from "../request.ts";
+import type { TokenFilter } from "../token_filter.ts";
 
 Deno.test("speculation: drafts share 12 decode rows, none once the batch is large", () => {
   assertEquals([1, 2, 4, 6, 7, 8, 16, 0].map(draftShare), [11, 5, 2, 1, 0, 0, 0, 0]);
