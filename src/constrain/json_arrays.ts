@@ -5,10 +5,10 @@
 
 import { ConstraintError } from "./errors.ts";
 import { MAX_COUNT } from "./json_strings.ts";
-import type { SchemaConverter } from "./json_schema.ts";
+import type { SchemaRules } from "./json_rules.ts";
 
 export function arrayRule(
-  c: SchemaConverter,
+  c: SchemaRules,
   schema: Record<string, unknown>,
   where: string,
   hint: string,

@@ -9,7 +9,7 @@
 
 import { ConstraintError } from "./errors.ts";
 import { gbnfLiteral } from "./gbnf_text.ts";
-import type { SchemaConverter } from "./json_schema.ts";
+import type { SchemaRules } from "./json_rules.ts";
 
 export interface ObjectShape {
   properties?: unknown;
@@ -20,7 +20,7 @@ export interface ObjectShape {
 type Item = { kind: "required" | "optional"; kv: string } | { kind: "extra"; kv: string };
 
 export function objectRule(
-  c: SchemaConverter,
+  c: SchemaRules,
   schema: ObjectShape,
   where: string,
   hint: string,

@@ -15,6 +15,7 @@ import { integerRange } from "./json_numbers.ts";
 import { CHAR_RULE, stringContent } from "./json_strings.ts";
 import { objectRule, type ObjectShape } from "./json_objects.ts";
 import { arrayRule } from "./json_arrays.ts";
+import type { SchemaRules } from "./json_rules.ts";
 
 const PRIMITIVES: Record<string, string> = {
   space: String.raw`| " " | "\n"{1,2} [ \t]{0,20}`,
@@ -96,7 +97,7 @@ export function jsonSchemaGrammar(schema: unknown): string {
   return c.finish(c.visit(schema, "#", "root-value"));
 }
 
-export class SchemaConverter {
+export class SchemaConverter implements SchemaRules {
   readonly #rules = new Map<string, string>();
   readonly #byBody = new Map<string, string>();
   readonly #refs = new Map<string, string>();

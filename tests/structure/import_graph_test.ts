@@ -1,8 +1,8 @@
 /**
- * The shape of src/: its folders import each other without a cycle (type-only imports
- * count: a cycle of types still ties two concepts together), the layers of a request's
- * path import only downwards, and the engine core knows no text, no model family and no
- * tensor parallelism.
+ * The shape of src/: its folders, and its files, import each other without a cycle
+ * (type-only imports count: a cycle of types still ties two concepts together), the layers
+ * of a request's path import only downwards, and the engine core knows no text, no model
+ * family and no tensor parallelism.
  */
 
 import { assertEquals } from "../support/assert.ts";
@@ -70,11 +70,12 @@ function edges(): Edge[] {
 
 const folder = (path: string): string => path.split("/")[0];
 
-/** The folder-level cycles, each with the file edges that close it. */
-function folderCycles(all: Edge[]): string[] {
+/** The cycles between the nodes `nodeOf` puts files in, each with the file edges that close
+ * it. */
+function cyclesOf(all: Edge[], nodeOf: (path: string) => string): string[] {
   const graph = new Map<string, Map<string, Edge>>();
   for (const e of all) {
-    const [a, b] = [folder(e.from), folder(e.to)];
+    const [a, b] = [nodeOf(e.from), nodeOf(e.to)];
     if (a === b) continue;
     if (!graph.has(a)) graph.set(a, new Map());
     if (!graph.get(a)!.has(b)) graph.get(a)!.set(b, e);
@@ -105,7 +106,11 @@ function folderCycles(all: Edge[]): string[] {
 }
 
 Deno.test("structure: no import cycle between the folders of src/", () => {
-  assertEquals(folderCycles(edges()), []);
+  assertEquals(cyclesOf(edges(), folder), []);
+});
+
+Deno.test("structure: no import cycle between the files of src/", () => {
+  assertEquals(cyclesOf(edges(), (path) => path), []);
 });
 
 Deno.test("structure: a request's layers import only downwards", () => {
