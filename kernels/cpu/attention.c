@@ -101,11 +101,7 @@ int32_t nk_kv_store(nk_pool *pool, void *k_cache, void *v_cache, int32_t kv_type
   }
   store_args a = {nk_pool_ops(pool), k_cache, v_cache, kv_type, n_kv_heads * head_dim,
                   slots,             n_rows,  k,       v};
-  if (n_rows * a.width < PARALLEL_MIN) {
-    store_task(&a, 0, 1);
-  } else {
-    nk_pool_run(pool, store_task, &a);
-  }
+  nk_pool_run_sized(pool, store_task, &a, n_rows * a.width);
   free(slots);
   return NK_OK;
 }

@@ -27,10 +27,6 @@ int32_t nk_hadamard(nk_pool *pool, float *x, int64_t rows, int64_t cols, int64_t
     return NK_EINVAL;
   }
   hadamard_args h = {nk_pool_ops(pool), x, rows * (cols / n), n, 1.0f / sqrtf((float)n)};
-  if (rows * cols < PARALLEL_MIN) {
-    hadamard_task(&h, 0, 1);
-  } else {
-    nk_pool_run(pool, hadamard_task, &h);
-  }
+  nk_pool_run_sized(pool, hadamard_task, &h, rows * cols);
   return NK_OK;
 }

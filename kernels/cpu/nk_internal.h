@@ -333,6 +333,9 @@ int64_t nk_fpanel_bytes(int32_t panel_rows, int64_t cols);
 /* Thread pool: fn(arg, ith, nth) runs on every thread (the caller is ith 0). */
 typedef void (*nk_task_fn)(void *arg, int32_t ith, int32_t nth);
 void nk_pool_run(nk_pool *pool, nk_task_fn fn, void *arg);
+/* nk_pool_run for an op over `values` values: below PARALLEL_MIN, fn(arg, 0, 1) on the
+ * calling thread alone, since waking the workers would cost more than the op. */
+void nk_pool_run_sized(nk_pool *pool, nk_task_fn fn, void *arg, int64_t values);
 /* Work items for dynamic scheduling inside a task: returns 0, 1, 2, ... across threads;
  * reset by every nk_pool_run. */
 int64_t nk_pool_next(nk_pool *pool);

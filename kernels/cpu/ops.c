@@ -41,11 +41,7 @@ int32_t nk_rmsnorm(nk_pool *pool, float *out, const float *x, const float *weigh
                  .n_rows = n_rows,
                  .dim = dim,
                  .eps = eps};
-  if (n_rows * dim < PARALLEL_MIN) {
-    rmsnorm_task(&r, 0, 1);
-  } else {
-    nk_pool_run(pool, rmsnorm_task, &r);
-  }
+  nk_pool_run_sized(pool, rmsnorm_task, &r, n_rows * dim);
   return NK_OK;
 }
 
@@ -75,11 +71,7 @@ int32_t nk_get_rows(nk_pool *pool, int32_t type, const void *table, int64_t n_ro
                  .table = table,
                  .type = type,
                  .row_bytes = rb};
-  if (n_ids * cols < PARALLEL_MIN) {
-    get_rows_task(&r, 0, 1);
-  } else {
-    nk_pool_run(pool, get_rows_task, &r);
-  }
+  nk_pool_run_sized(pool, get_rows_task, &r, n_ids * cols);
   return NK_OK;
 }
 
@@ -131,11 +123,7 @@ static int32_t elementwise(nk_pool *pool, ew_args e_in) {
     return NK_EINVAL;
   }
   e->ops = nk_pool_ops(pool);
-  if (e->n < PARALLEL_MIN) {
-    ew_task(e, 0, 1);
-  } else {
-    nk_pool_run(pool, ew_task, e);
-  }
+  nk_pool_run_sized(pool, ew_task, e, e->n);
   return NK_OK;
 }
 

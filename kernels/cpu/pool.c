@@ -247,6 +247,14 @@ void nk_pool_run(nk_pool *pool, nk_task_fn fn, void *arg) {
   while (atomic_load_explicit(&pool->done, memory_order_acquire) < pool->n - 1) _mm_pause();
 }
 
+void nk_pool_run_sized(nk_pool *pool, nk_task_fn fn, void *arg, int64_t values) {
+  if (values < PARALLEL_MIN) {
+    fn(arg, 0, 1);
+  } else {
+    nk_pool_run(pool, fn, arg);
+  }
+}
+
 int64_t nk_pool_next(nk_pool *pool) {
   return atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
 }

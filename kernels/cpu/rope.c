@@ -236,11 +236,7 @@ int32_t nk_rope(nk_pool *pool, float *x, int64_t n_tokens, int64_t n_heads, int6
   }
   if (rc == NK_OK) {
     rope_args r = {nk_pool_ops(pool), x, n_tokens, n_heads, head_dim, mode, tables};
-    if (n_tokens * n_heads * head_dim < PARALLEL_MIN) {
-      rope_task(&r, 0, 1);
-    } else {
-      nk_pool_run(pool, rope_task, &r);
-    }
+    nk_pool_run_sized(pool, rope_task, &r, n_tokens * n_heads * head_dim);
   }
   free(tables);
   free(own);

@@ -121,7 +121,7 @@ EXPORT_KERNEL(scale_f32)
 /*
  * Walsh-Hadamard rotation in place (kvRotation in src/backend/hadamard.ts): chunk
  * blockIdx.x of n values (a power of two, at most HADAMARD_MAX) becomes H_n x / sqrt(n):
- * scaled, then the CPU's butterflies in the CPU's order (kernels/cpu/hadamard.c, ggml's),
+ * scaled, then the CPU's butterflies in the CPU's order (kernels/cpu/isa_hadamard.c, ggml's),
  * so the two agree to the bit. grid chunks, HADAMARD_THREADS threads.
  */
 #define HADAMARD_MAX 1024
