@@ -30,6 +30,7 @@ static void finish_block(const nk_qact *act, int64_t t, int64_t b, float d, cons
     s16[g] = d * (float)sums[g];
   }
   for (int h = 0; h < 8; h++) {
+    act->bsum32[t * (kp / 32) + 8 * b + h] = (int16_t)(sums[2 * h] + sums[2 * h + 1]);
     act->d32[t * (kp / 32) + 8 * b + h] = d;
     act->s32[t * (kp / 32) + 8 * b + h] = s16[2 * h] + s16[2 * h + 1];
   }
@@ -81,7 +82,10 @@ static void quantize_block_avx512(const float *x, const nk_qact *act, int64_t t,
   const __m512 dv = _mm512_set1_ps(d);
   const __m512 s16 = _mm512_mul_ps(dv, sumf);
   act->dk[t * (kp / 256) + b] = d;
-  _mm256_storeu_si256((__m256i *)(act->bsum + t * (kp / 16) + 16 * b), _mm512_cvtepi32_epi16(sums));
+  const __m256i sums16 = _mm512_cvtepi32_epi16(sums);
+  _mm256_storeu_si256((__m256i *)(act->bsum + t * (kp / 16) + 16 * b), sums16);
+  _mm_storeu_si128((__m128i *)(act->bsum32 + t * (kp / 32) + 8 * b),
+                   _mm256_cvtepi32_epi16(_mm256_madd_epi16(sums16, _mm256_set1_epi16(1))));
   _mm512_storeu_ps(act->d16 + t * (kp / 16) + 16 * b, dv);
   _mm512_storeu_ps(act->s16 + t * (kp / 16) + 16 * b, s16);
   _mm256_storeu_ps(act->d32 + t * (kp / 32) + 8 * b, _mm512_castps512_ps256(dv));

@@ -63,7 +63,8 @@ static inline __m512 k4_scales16(const uint8_t *p, __m512 d) {
 }
 
 /* Run q of Q4_K super-block i (at blk): lo[j] and hi[j] get token t0 + j's int32 sums
- * over sub-blocks 2q (low nibbles) and 2q + 1 (high). */
+ * over sub-blocks 2q (low nibbles) and 2q + 1 (high, as q4_high16 leaves them: 16 times
+ * the sums). */
 static inline __attribute__((always_inline)) void q4_k_run(const nk_mm *mm, const uint8_t *blk,
                                                            int64_t i, int q, int64_t t0,
                                                            const int nt, __m512i *lo,
@@ -75,9 +76,8 @@ static inline __attribute__((always_inline)) void q4_k_run(const nk_mm *mm, cons
   for (int j = 0; j < nt; j++) lo[j] = hi[j] = _mm512_setzero_si512();
 #pragma GCC unroll 8
   for (int k = 0; k < 8; k++) {
-    const __m512i v = _mm512_loadu_si512(blk + NK_R16_Q4_K_QS + 512 * q + 64 * k);
-    const __m512i wl = _mm512_and_si512(v, low4);
-    const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+    const __m512i v = q4_bytes(blk + NK_R16_Q4_K_QS + 512 * q + 64 * k, nt);
+    const __m512i wl = _mm512_and_si512(v, low4), wh = q4_high16(v);
 #pragma GCC unroll 8
     for (int j = 0; j < nt; j++) {
       const int8_t *xq = mm->act.q + (t0 + j) * mm->kp + 256 * i + 64 * q + 4 * k;
@@ -101,11 +101,12 @@ static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
     const __m512 dmin =
         _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + NK_R16_Q4_K_DMIN)));
+    const __m512 d16 = q4_d16(blk);
     for (int q = 0; q < 4; q++) {
       __m512i lo[8], hi[8];
       q4_k_run(mm, blk, i, q, t0, nt, lo, hi);
       const __m512 sc0 = k4_scales16(blk + NK_R16_Q4_K_SCALES + 32 * q, d),
-                   sc1 = k4_scales16(blk + NK_R16_Q4_K_SCALES + 16 + 32 * q, d);
+                   sc1 = k4_scales16(blk + NK_R16_Q4_K_SCALES + 16 + 32 * q, d16);
       const __m512 m0 = k4_scales16(blk + NK_R16_Q4_K_MINS + 32 * q, dmin);
       const __m512 m1 = k4_scales16(blk + NK_R16_Q4_K_MINS + 16 + 32 * q, dmin);
 #pragma GCC unroll 8
@@ -126,10 +127,10 @@ static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int
 
 /* Q4_K against activations quantized per 256 (one d_x a super-block), as ggml's
  * q4_K . q8_K and q4k_row: d * d_x * sum_s sc_s sum(q x) - dmin * d_x * sum_s m_s sum(x),
- * both sums over the super-block in integers. The mins meet the token's sums of 16 in
- * VPDPWSSDs, each sub-block's min paired with itself. Against the per-32 form's float
- * step per sub-block and token, the 5-token step of Qwen3-0.6B Q4_K_M and qwen3moe-mini
- * measured 2.5-3.5% faster (steps of both forms alternating in one process). */
+ * both sums over the super-block in integers, the mins' once a super-block after the runs
+ * (q4_k_min_pairs). Against the per-32 form's float step per sub-block and token, the
+ * 5-token step of Qwen3-0.6B Q4_K_M and qwen3moe-mini measured 2.5-3.5% faster (steps of
+ * both forms alternating in one process). */
 static inline __attribute__((always_inline)) void q4_k_tile_int(const nk_mm *mm, int64_t g,
                                                                 int64_t t0, const int nt) {
   const int64_t kp = mm->kp, nsb = mm->cols / 256;
@@ -139,35 +140,31 @@ static inline __attribute__((always_inline)) void q4_k_tile_int(const nk_mm *mm,
   for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = grp + i * NK_R16_Q4_K_BLOCK;
-    __m512i isum[8], msum[8];
+    __m512i isum[8];
 #pragma GCC unroll 8
-    for (int j = 0; j < nt; j++) isum[j] = msum[j] = _mm512_setzero_si512();
+    for (int j = 0; j < nt; j++) isum[j] = _mm512_setzero_si512();
     for (int q = 0; q < 4; q++) {
       __m512i lo[8], hi[8];
       q4_k_run(mm, blk, i, q, t0, nt, lo, hi);
-      const __m512i sc0 = k4_bytes16(blk + NK_R16_Q4_K_SCALES + 32 * q),
+      const __m512i sc0 = q4_low_scales16(blk + NK_R16_Q4_K_SCALES + 32 * q),
                     sc1 = k4_bytes16(blk + NK_R16_Q4_K_SCALES + 16 + 32 * q);
-      __m512i m0 = k4_bytes16(blk + NK_R16_Q4_K_MINS + 32 * q),
-              m1 = k4_bytes16(blk + NK_R16_Q4_K_MINS + 16 + 32 * q);
-      m0 = _mm512_or_si512(m0, _mm512_slli_epi32(m0, 16));
-      m1 = _mm512_or_si512(m1, _mm512_slli_epi32(m1, 16));
 #pragma GCC unroll 8
       for (int j = 0; j < nt; j++) {
         isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(lo[j], sc0));
         isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(hi[j], sc1));
-        const int16_t *bsum = mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i + 4 * q;
-        msum[j] = dpw2(msum[j], m0, bsum);
-        msum[j] = dpw2(msum[j], m1, bsum + 2);
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+    __m512i mins[4];
+    q4_k_min_pairs(blk, mins);
+    const __m512 d16 = q4_d16(blk);
     const __m512 dmin =
         _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + NK_R16_Q4_K_DMIN)));
 #pragma GCC unroll 8
     for (int j = 0; j < nt; j++) {
       const __m512 dk = _mm512_set1_ps(mm->act.dk[(t0 + j) * (kp / 256) + i]);
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), _mm512_mul_ps(d, dk), acc[j]);
-      acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[j]), _mm512_mul_ps(dmin, dk), acc[j]);
+      const __m512i msum = bsum_dot(mins, mm->act.bsum32 + (t0 + j) * (kp / 32) + 8 * i, 4);
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j]), _mm512_mul_ps(d16, dk), acc[j]);
+      acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dk), acc[j]);
     }
   }
 #pragma GCC unroll 8
@@ -277,10 +274,6 @@ static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int
                                                             const int nt) {
   const int64_t kp = mm->kp, nsb = mm->cols / 256;
   const uint8_t *grp = mm->w + g * 16 * mm->row_bytes;
-  /* Words 0-15 (group 2p) and 16-31 (group 2p + 1) to row r's pair at 2r, 2r + 1. */
-  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25,
-                                              9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2,
-                                              17, 1, 16, 0);
   __m512 acc[8];
 #pragma GCC unroll 8
   for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
@@ -290,14 +283,11 @@ static inline __attribute__((always_inline)) void q6_k_tile(const nk_mm *mm, int
     /* Pair p: the sixteen rows' scales of groups 2p and 2p + 1, interleaved as int16. */
     __m512i pairs[8];
 #pragma GCC unroll 8
-    for (int p = 0; p < 8; p++) {
-      const __m256i two = _mm256_loadu_si256((const __m256i *)(blk + NK_R16_Q6_K_SCALES + 32 * p));
-      pairs[p] = _mm512_permutexvar_epi16(interleave, _mm512_cvtepi8_epi16(two));
-    }
+    for (int p = 0; p < 8; p++) pairs[p] = row_pairs16(blk + NK_R16_Q6_K_SCALES + 32 * p, 1);
     __m512i isum[8];
 #pragma GCC unroll 8
     for (int j = 0; j < nt; j++) {
-      const __m512i bias = bsum_dot8(pairs, mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i);
+      const __m512i bias = bsum_dot(pairs, mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i, 8);
       isum[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bias, 5));
     }
     for (int quarter = 0; quarter < 4; quarter++) {

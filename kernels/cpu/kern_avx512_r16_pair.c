@@ -39,12 +39,10 @@ static inline __attribute__((always_inline)) void q4_k_pair_int(const nk_mm *mm,
       }
 #pragma GCC unroll 8
       for (int k = 0; k < 8; k++) {
-        const __m512i v0 = _mm512_loadu_si512(blk[0] + NK_R16_Q4_K_QS + 512 * q + 64 * k);
-        const __m512i v1 = _mm512_loadu_si512(blk[1] + NK_R16_Q4_K_QS + 512 * q + 64 * k);
-        const __m512i wl0 = _mm512_and_si512(v0, low4);
-        const __m512i wh0 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), low4);
-        const __m512i wl1 = _mm512_and_si512(v1, low4);
-        const __m512i wh1 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), low4);
+        const __m512i v0 = q4_bytes(blk[0] + NK_R16_Q4_K_QS + 512 * q + 64 * k, nt);
+        const __m512i v1 = q4_bytes(blk[1] + NK_R16_Q4_K_QS + 512 * q + 64 * k, nt);
+        const __m512i wl0 = _mm512_and_si512(v0, low4), wh0 = q4_high16(v0);
+        const __m512i wl1 = _mm512_and_si512(v1, low4), wh1 = q4_high16(v1);
 #pragma GCC unroll 4
         for (int j = 0; j < nt; j++) {
           const int8_t *xq = mm->act.q + (t0 + j) * kp + 256 * i + 64 * q + 4 * k;
@@ -58,7 +56,7 @@ static inline __attribute__((always_inline)) void q4_k_pair_int(const nk_mm *mm,
       }
 #pragma GCC unroll 2
       for (int h = 0; h < 2; h++) {
-        const __m512i sc0 = k4_bytes16(blk[h] + NK_R16_Q4_K_SCALES + 32 * q),
+        const __m512i sc0 = q4_low_scales16(blk[h] + NK_R16_Q4_K_SCALES + 32 * q),
                       sc1 = k4_bytes16(blk[h] + NK_R16_Q4_K_SCALES + 16 + 32 * q);
 #pragma GCC unroll 4
         for (int j = 0; j < nt; j++) {
@@ -69,22 +67,17 @@ static inline __attribute__((always_inline)) void q4_k_pair_int(const nk_mm *mm,
     }
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
-      /* Sub-block s's min of each row, paired with itself for the token's two sums of 16. */
-      __m512i m[8];
-#pragma GCC unroll 8
-      for (int s = 0; s < 8; s++) {
-        m[s] = k4_bytes16(blk[h] + NK_R16_Q4_K_MINS + 16 * s);
-        m[s] = _mm512_or_si512(m[s], _mm512_slli_epi32(m[s], 16));
-      }
-      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk[h]));
+      __m512i mins[4];
+      q4_k_min_pairs(blk[h], mins);
+      const __m512 d16 = q4_d16(blk[h]);
       const __m512 dmin =
           _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk[h] + NK_R16_Q4_K_DMIN)));
 #pragma GCC unroll 4
       for (int j = 0; j < nt; j++) {
-        const __m512i msum = bsum_dot8(m, mm->act.bsum + (t0 + j) * (kp / 16) + 16 * i);
+        const __m512i msum = bsum_dot(mins, mm->act.bsum32 + (t0 + j) * (kp / 32) + 8 * i, 4);
         const __m512 dk = _mm512_set1_ps(mm->act.dk[(t0 + j) * (kp / 256) + i]);
         acc[h][j] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[h][j]), _mm512_mul_ps(d, dk), acc[h][j]);
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[h][j]), _mm512_mul_ps(d16, dk), acc[h][j]);
         acc[h][j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dk), acc[h][j]);
       }
     }

@@ -161,8 +161,10 @@ int64_t nk_qact_bytes(int64_t n_tokens, int64_t kp, int per_256) {
   const int64_t f32_bytes = nk_round_up(n_tokens * (kp / 32) * 4, NK_ALIGN);
   const int64_t dk_bytes = per_256 ? nk_round_up(n_tokens * (kp / 256) * 4, NK_ALIGN) : 0;
   const int64_t bsum_bytes = per_256 ? nk_round_up(n_tokens * (kp / 16) * 2, NK_ALIGN) : 0;
+  const int64_t bsum32_bytes = per_256 ? nk_round_up(n_tokens * (kp / 32) * 2, NK_ALIGN) : 0;
   const int64_t q4k_bytes = per_256 ? q_bytes : 0;
-  return q_bytes + 2 * f16_bytes + 2 * f32_bytes + dk_bytes + bsum_bytes + q4k_bytes;
+  return q_bytes + 2 * f16_bytes + 2 * f32_bytes + dk_bytes + bsum_bytes + bsum32_bytes +
+         q4k_bytes;
 }
 
 void nk_qact_place(uint8_t *buf, int64_t n_tokens, int64_t kp, int per_256, nk_qact *act) {
@@ -171,6 +173,7 @@ void nk_qact_place(uint8_t *buf, int64_t n_tokens, int64_t kp, int per_256, nk_q
   const int64_t f32_bytes = nk_round_up(n_tokens * (kp / 32) * 4, NK_ALIGN);
   const int64_t dk_bytes = per_256 ? nk_round_up(n_tokens * (kp / 256) * 4, NK_ALIGN) : 0;
   const int64_t bsum_bytes = per_256 ? nk_round_up(n_tokens * (kp / 16) * 2, NK_ALIGN) : 0;
+  const int64_t bsum32_bytes = per_256 ? nk_round_up(n_tokens * (kp / 32) * 2, NK_ALIGN) : 0;
   act->kp = kp;
   act->q = (int8_t *)buf;
   buf += q_bytes;
@@ -182,7 +185,8 @@ void nk_qact_place(uint8_t *buf, int64_t n_tokens, int64_t kp, int per_256, nk_q
   buf += 2 * f32_bytes;
   act->dk = per_256 ? (float *)buf : NULL;
   act->bsum = per_256 ? (int16_t *)(buf + dk_bytes) : NULL;
-  act->q4k = per_256 ? (int8_t *)(buf + dk_bytes + bsum_bytes) : NULL;
+  act->bsum32 = per_256 ? (int16_t *)(buf + dk_bytes + bsum_bytes) : NULL;
+  act->q4k = per_256 ? (int8_t *)(buf + dk_bytes + bsum_bytes + bsum32_bytes) : NULL;
 }
 
 nk_qact nk_qact_from(const nk_qact *act, int64_t t0) {
@@ -196,6 +200,7 @@ nk_qact nk_qact_from(const nk_qact *act, int64_t t0) {
   if (v.dk) {
     v.dk += t0 * (kp / 256);
     v.bsum += t0 * (kp / 16);
+    v.bsum32 += t0 * (kp / 32);
     v.q4k += t0 * kp;
   }
   return v;
@@ -211,6 +216,7 @@ void nk_qact_copy(const nk_qact *src, int64_t t, const nk_qact *dst, int64_t i) 
   if (src->dk) {
     memcpy(dst->dk + i * (kp / 256), src->dk + t * (kp / 256), (size_t)(kp / 256) * 4);
     memcpy(dst->bsum + i * (kp / 16), src->bsum + t * (kp / 16), (size_t)(kp / 16) * 2);
+    memcpy(dst->bsum32 + i * (kp / 32), src->bsum32 + t * (kp / 32), (size_t)(kp / 32) * 2);
     memcpy(dst->q4k + i * kp, src->q4k + t * kp, (size_t)kp);
   }
 }

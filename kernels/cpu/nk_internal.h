@@ -171,15 +171,15 @@ typedef struct {
  * the scale d16 (d32) of its block and s16 (s32) = that scale * sum of its q. kp is cols
  * rounded up to whole chunks, zero-padded. Blocks are 32 values, or 256 for products with
  * K-quant weights only (ggml's Q8_K, what llama.cpp takes for them): then dk is each
- * block's scale, bsum the integer sums per 16, and q4k the q of each 128 reordered as
- * Q4_K's nibbles lie (values 0-31, 64-95, 32-63, 96-127); dk is NULL otherwise. Every
- * kernel reads the per-16/32 fields, whatever the block; the integer K-quant kernels need
- * the per-256 ones. */
+ * block's scale, bsum the integer sums per 16 (bsum32 per 32), and q4k the q of each 128
+ * reordered as Q4_K's nibbles lie (values 0-31, 64-95, 32-63, 96-127); dk is NULL otherwise.
+ * Every kernel reads the per-16/32 fields, whatever the block; the integer K-quant kernels
+ * need the per-256 ones. */
 typedef struct {
   int8_t *q;
   float *d16, *s16, *d32, *s32;
   float *dk;
-  int16_t *bsum;
+  int16_t *bsum, *bsum32;
   int8_t *q4k;
   int64_t kp;
 } nk_qact;
