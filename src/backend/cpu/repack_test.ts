@@ -94,6 +94,63 @@ for (const name of Object.keys(SHAPES)) {
   });
 }
 
+/** A block of `info` whose every quant bit is set: Q4_K's nibbles, sub-block scales and mins
+ * at 15, 63 and 63, Q6_K's values at 63 and its group scales alternating 127 and -128; the
+ * f16 scales at 2^-9. */
+function saturatedBlock(info: GgmlTypeInfo): Uint8Array {
+  const b = new Uint8Array(info.typeSize).fill(0xff);
+  const view = new DataView(b.buffer);
+  if (info.name === "Q4_K") {
+    view.setUint16(0, 0x1800, true);
+    view.setUint16(2, 0x1800, true);
+  } else {
+    for (let g = 0; g < 16; g++) b[192 + g] = g % 2 ? 0x80 : 0x7f;
+    view.setUint16(208, 0x1800, true);
+  }
+  return b;
+}
+
+Deno.test({
+  name:
+    "repacked Q4_K and Q6_K: integer sums at their largest stay exact (no int32 or int16 wraps)",
+  ignore: !canRepack,
+  fn() {
+    // Every activation at the quantizer's largest magnitude (127), one sign per token, the
+    // last token alternating by block of 32: each kernel's integer sums (Q4_K's high nibbles
+    // counted 16 times over, the mins' sums of 32, Q6_K's scaled groups) reach their bounds.
+    const rows = 32, cols = 1024, n = 9;
+    const pool = k.createPool(2);
+    try {
+      for (const name of ["Q4_K", "Q6_K"]) {
+        const info = ggmlTypeByName(name)!;
+        const block = saturatedBlock(info);
+        const w = new Uint8Array((rows * cols / info.blockSize) * info.typeSize);
+        for (let at = 0; at < w.length; at += block.length) w.set(block, at);
+        const r = repacked(pool, info, w, rows, cols);
+        const x = new Float32Array(n * cols);
+        for (let t = 0; t < n; t++) {
+          for (let c = 0; c < cols; c++) {
+            x[t * cols + c] = t === n - 1 ? (Math.floor(c / 32) % 2 ? -1 : 1) : t % 2 ? -1 : 1;
+          }
+        }
+        const want = new Float32Array(n * rows);
+        pool.matmulRef(info.id, w, rows, cols, x, n, want);
+        for (const isa of k.supportedIsas()) {
+          pool.isa = isa;
+          for (const tokens of [1, 5, 8, 9]) {
+            const y = new Float32Array(tokens * rows).fill(NaN);
+            pool.matmul(r.type, r.w, rows, cols, x, tokens, y);
+            const e = relError(y, want.subarray(0, tokens * rows));
+            assert(e <= SAME_TOLERANCE, `${name} ${isa} ${tokens} tokens: error ${e}`);
+          }
+        }
+      }
+    } finally {
+      pool.destroy();
+    }
+  },
+});
+
 Deno.test({
   name: "repacked: embedding lookups, mixed matmulMany calls and bad shapes",
   ignore: !canRepack,
