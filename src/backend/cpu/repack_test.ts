@@ -2,10 +2,11 @@
  * Checker for repacked weights (kernels/cpu/repack.c, kern_avx512_r16.c): a matrix repacked
  * computes what the same matrix unpacked does, at every token count from one decode to
  * prefill tiles with remainders, every dispatch level (levels without the AVX-512 kernel run
- * the plain C one) and 1 and 2 threads; its rows dequantize bit for bit as the GGUF rows
- * (embedding lookups of tied output matrices read them), a repacked matrix shares one
- * matmulMany call with unpacked ones on the panel path, expert stacks repacked at load
- * compute what they do unpacked, and a copy the host cannot hold is not made.
+ * the plain C one) and 1 and 2 threads, also with every quant bit set (the integer sums at
+ * their bounds); its rows dequantize bit for bit as the GGUF rows (embedding lookups of tied
+ * output matrices read them), a repacked matrix shares one matmulMany call with unpacked ones
+ * on the panel path, expert stacks repacked at load compute what they do unpacked, and a copy
+ * the host cannot hold is not made.
  */
 
 import { assert, assertEquals, assertThrows } from "../../../tests/support/assert.ts";
