@@ -98,10 +98,9 @@ static inline __attribute__((always_inline)) void q4_k_tile(const nk_mm *mm, int
   for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *blk = grp + i * NK_R16_Q4_K_BLOCK;
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+    const __m512 d = q4_d(blk), d16 = q4_over16(d);
     const __m512 dmin =
         _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + NK_R16_Q4_K_DMIN)));
-    const __m512 d16 = q4_d16(blk);
     for (int q = 0; q < 4; q++) {
       __m512i lo[8], hi[8];
       q4_k_run(mm, blk, i, q, t0, nt, lo, hi);
@@ -156,7 +155,7 @@ static inline __attribute__((always_inline)) void q4_k_tile_int(const nk_mm *mm,
     }
     __m512i mins[4];
     q4_k_min_pairs(blk, mins);
-    const __m512 d16 = q4_d16(blk);
+    const __m512 d16 = q4_over16(q4_d(blk));
     const __m512 dmin =
         _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + NK_R16_Q4_K_DMIN)));
 #pragma GCC unroll 8

@@ -67,10 +67,14 @@ static inline __m512i q4_low_scales16(const uint8_t *p) {
   return _mm512_slli_epi32(k4_bytes16(p), 4);
 }
 
-/* A repacked Q4_K super-block's sixteen rows' d, over 16 (q4_high16's factor). */
-static inline __m512 q4_d16(const uint8_t *blk) {
-  return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk)),
-                       _mm512_set1_ps(1.0f / 16));
+/* A repacked Q4_K super-block's sixteen rows' d. */
+static inline __m512 q4_d(const uint8_t *blk) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)blk));
+}
+
+/* d over 16 (q4_high16's factor). */
+static inline __m512 q4_over16(__m512 d) {
+  return _mm512_mul_ps(d, _mm512_set1_ps(1.0f / 16));
 }
 
 /* Tokens per tile when n tokens go in tiles of at most `most`, as evenly as they can: 17

@@ -69,7 +69,7 @@ static inline __attribute__((always_inline)) void q4_k_pair_int(const nk_mm *mm,
     for (int h = 0; h < 2; h++) {
       __m512i mins[4];
       q4_k_min_pairs(blk[h], mins);
-      const __m512 d16 = q4_d16(blk[h]);
+      const __m512 d16 = q4_over16(q4_d(blk[h]));
       const __m512 dmin =
           _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk[h] + NK_R16_Q4_K_DMIN)));
 #pragma GCC unroll 4

@@ -71,7 +71,7 @@ static void quantize_task(void *arg, int32_t ith, int32_t nth) {
  * splitting a few rows saves less than the pool's start and join add. Alternated in one
  * process, a k = 4 verification of qwen3-0.6b Q4_K_M (5 rows) took 0.972-0.980x the time
  * with its rows on one thread instead of split, 8 rows 0.995x. */
-#define QUANTIZE_POOL_MIN (NK_ROW_TOKENS_WIDE + 1)
+#define QUANTIZE_POOL_MIN 9
 
 void nk_mm_quantize(nk_pool *pool, const nk_mm *mm) {
   const nk_isa_ops *ops = nk_pool_ops(pool);
@@ -162,38 +162,45 @@ static void panels_task(void *arg, int32_t ith, int32_t nth) {
   }
 }
 
+/* The bytes of each field of nk_qact, in the order nk_qact_place lays them out; the
+ * per-256 ones 0 without per_256. */
+typedef struct {
+  int64_t q, f16, f32, dk, bsum, bsum32, q4k;
+} qact_sizes;
+
+static qact_sizes qact_sizes_of(int64_t n_tokens, int64_t kp, int per_256) {
+  const int64_t q = nk_round_up(n_tokens * kp, NK_ALIGN);
+  return (qact_sizes){
+      .q = q,
+      .f16 = nk_round_up(n_tokens * (kp / 16) * 4, NK_ALIGN),
+      .f32 = nk_round_up(n_tokens * (kp / 32) * 4, NK_ALIGN),
+      .dk = per_256 ? nk_round_up(n_tokens * (kp / 256) * 4, NK_ALIGN) : 0,
+      .bsum = per_256 ? nk_round_up(n_tokens * (kp / 16) * 2, NK_ALIGN) : 0,
+      .bsum32 = per_256 ? nk_round_up(n_tokens * (kp / 32) * 2, NK_ALIGN) : 0,
+      .q4k = per_256 ? q : 0,
+  };
+}
+
 int64_t nk_qact_bytes(int64_t n_tokens, int64_t kp, int per_256) {
-  const int64_t q_bytes = nk_round_up(n_tokens * kp, NK_ALIGN);
-  const int64_t f16_bytes = nk_round_up(n_tokens * (kp / 16) * 4, NK_ALIGN);
-  const int64_t f32_bytes = nk_round_up(n_tokens * (kp / 32) * 4, NK_ALIGN);
-  const int64_t dk_bytes = per_256 ? nk_round_up(n_tokens * (kp / 256) * 4, NK_ALIGN) : 0;
-  const int64_t bsum_bytes = per_256 ? nk_round_up(n_tokens * (kp / 16) * 2, NK_ALIGN) : 0;
-  const int64_t bsum32_bytes = per_256 ? nk_round_up(n_tokens * (kp / 32) * 2, NK_ALIGN) : 0;
-  const int64_t q4k_bytes = per_256 ? q_bytes : 0;
-  return q_bytes + 2 * f16_bytes + 2 * f32_bytes + dk_bytes + bsum_bytes + bsum32_bytes +
-         q4k_bytes;
+  const qact_sizes z = qact_sizes_of(n_tokens, kp, per_256);
+  return z.q + 2 * z.f16 + 2 * z.f32 + z.dk + z.bsum + z.bsum32 + z.q4k;
 }
 
 void nk_qact_place(uint8_t *buf, int64_t n_tokens, int64_t kp, int per_256, nk_qact *act) {
-  const int64_t q_bytes = nk_round_up(n_tokens * kp, NK_ALIGN);
-  const int64_t f16_bytes = nk_round_up(n_tokens * (kp / 16) * 4, NK_ALIGN);
-  const int64_t f32_bytes = nk_round_up(n_tokens * (kp / 32) * 4, NK_ALIGN);
-  const int64_t dk_bytes = per_256 ? nk_round_up(n_tokens * (kp / 256) * 4, NK_ALIGN) : 0;
-  const int64_t bsum_bytes = per_256 ? nk_round_up(n_tokens * (kp / 16) * 2, NK_ALIGN) : 0;
-  const int64_t bsum32_bytes = per_256 ? nk_round_up(n_tokens * (kp / 32) * 2, NK_ALIGN) : 0;
+  const qact_sizes z = qact_sizes_of(n_tokens, kp, per_256);
   act->kp = kp;
   act->q = (int8_t *)buf;
-  buf += q_bytes;
+  buf += z.q;
   act->d16 = (float *)buf;
-  act->s16 = (float *)(buf + f16_bytes);
-  buf += 2 * f16_bytes;
+  act->s16 = (float *)(buf + z.f16);
+  buf += 2 * z.f16;
   act->d32 = (float *)buf;
-  act->s32 = (float *)(buf + f32_bytes);
-  buf += 2 * f32_bytes;
+  act->s32 = (float *)(buf + z.f32);
+  buf += 2 * z.f32;
   act->dk = per_256 ? (float *)buf : NULL;
-  act->bsum = per_256 ? (int16_t *)(buf + dk_bytes) : NULL;
-  act->bsum32 = per_256 ? (int16_t *)(buf + dk_bytes + bsum_bytes) : NULL;
-  act->q4k = per_256 ? (int8_t *)(buf + dk_bytes + bsum_bytes + bsum32_bytes) : NULL;
+  act->bsum = per_256 ? (int16_t *)(buf + z.dk) : NULL;
+  act->bsum32 = per_256 ? (int16_t *)(buf + z.dk + z.bsum) : NULL;
+  act->q4k = per_256 ? (int8_t *)(buf + z.dk + z.bsum + z.bsum32) : NULL;
 }
 
 nk_qact nk_qact_from(const nk_qact *act, int64_t t0) {
