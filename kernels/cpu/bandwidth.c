@@ -9,7 +9,6 @@
  * sums are tested against, and measured like them.
  */
 #include <stdlib.h>
-#include <time.h>
 
 #include "nk_internal.h"
 
@@ -40,12 +39,6 @@ static void read_task(void *arg, int32_t ith, int32_t nth) {
                                              : a->ops->read_words(a->p + i0, n, a->pattern);
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 double nk_bandwidth(nk_pool *pool, uint64_t bytes, int32_t iters) {
   if (!pool || iters <= 0 || bytes > (uint64_t)INT64_MAX) return (double)NK_EINVAL;
   const int64_t page = 4096;
@@ -69,9 +62,9 @@ double nk_bandwidth(nk_pool *pool, uint64_t bytes, int32_t iters) {
   for (int32_t i = 0; i < iters; i++) {
     for (int32_t pattern = 0; pattern < NK_READ_PATTERNS; pattern++) {
       a->pattern = pattern;
-      const int64_t t0 = now_ns();
+      const int64_t t0 = nk_now_ns();
       nk_pool_run(pool, read_task, a);
-      const double gbs = (double)n / (double)(now_ns() - t0);
+      const double gbs = (double)n / (double)(nk_now_ns() - t0);
       if (gbs > best) best = gbs;
     }
   }

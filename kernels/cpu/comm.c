@@ -62,12 +62,6 @@ struct nk_comm {
   int32_t joined;
 };
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void futex_wake_all(_Atomic uint32_t *word) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
@@ -107,9 +101,9 @@ static int32_t dead_rank(const nk_comm *c) {
 
 /* Waits until *word differs from old; 0, or the group's failure. */
 static int32_t wait_change(nk_comm *c, _Atomic uint32_t *word, uint32_t old) {
-  const int64_t start = now_ns();
+  const int64_t start = nk_now_ns();
   int64_t next_check = start + LIVENESS_EVERY_NS;
-  while (now_ns() - start < SPIN_NS) {
+  while (nk_now_ns() - start < SPIN_NS) {
     if (atomic_load_explicit(word, memory_order_acquire) != old) return 0;
     _mm_pause();
   }
@@ -119,7 +113,7 @@ static int32_t wait_change(nk_comm *c, _Atomic uint32_t *word, uint32_t old) {
     if (aborted) return aborted;
     futex_wait_slice(word, old);
     if (atomic_load_explicit(word, memory_order_acquire) != old) return 0;
-    const int64_t t = now_ns();
+    const int64_t t = nk_now_ns();
     if (t >= next_check) {
       const int32_t dead = dead_rank(c);
       if (dead >= 0) {

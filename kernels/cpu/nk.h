@@ -274,9 +274,12 @@ NK_API int32_t nk_moe_combine(nk_pool *pool, float *out, const float *experts,
 /* Runs a list of ops recorded by the binding (layout in oplist.c) in order; stops at the
  * first that fails, returning its code with its index in *failed (those before it ran).
  * With `interrupt` set, it also stops before any op once *interrupt differs from `seen`
- * (another thread wrote it), returning NK_EINTERRUPTED with that op's index. */
+ * (another thread wrote it), returning NK_EINTERRUPTED with that op's index. With `op_ns`
+ * set (a profile), op i's wall time in nanoseconds goes to op_ns[i] as it ends; the
+ * entries of ops that did not run are left as they were. */
 NK_API int32_t nk_run_ops(nk_pool *pool, const double *ops, int64_t n_words, const int32_t *ints,
-                          int32_t *failed, const int32_t *interrupt, int32_t seen);
+                          int32_t *failed, const int32_t *interrupt, int32_t seen,
+                          double *op_ns);
 
 NK_API void nk_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 /* Round to nearest even, like F16C. */

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "nk.h"
 #include "nk_attention.h"
@@ -229,6 +230,13 @@ void nk_mm_quantize(nk_pool *pool, const nk_mm *mm);
  * enough that a thread finishing early takes over the rest of another's share within a few
  * microseconds; repacked matrices go by whole groups of sixteen (repack.c). */
 int64_t nk_item_rows(const nk_mm *mm);
+
+/* The monotonic clock in nanoseconds. */
+static inline int64_t nk_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* Below this many values an op runs on the calling thread only: waking the workers costs
  * more than a decode step's norms and adds. */

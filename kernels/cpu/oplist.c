@@ -178,7 +178,7 @@ static int32_t run_op(nk_pool *pool, int32_t code, const double *a, int64_t word
 }
 
 int32_t nk_run_ops(nk_pool *pool, const double *ops, int64_t n_words, const int32_t *ints,
-                   int32_t *failed, const int32_t *interrupt, int32_t seen) {
+                   int32_t *failed, const int32_t *interrupt, int32_t seen, double *op_ns) {
   if (!pool || !ops || n_words < 0 || !failed) return NK_EINVAL;
   int32_t index = 0;
   for (int64_t at = 0; at < n_words; index++) {
@@ -187,7 +187,9 @@ int32_t nk_run_ops(nk_pool *pool, const double *ops, int64_t n_words, const int3
     if (interrupt && __atomic_load_n(interrupt, __ATOMIC_RELAXED) != seen) {
       rc = NK_EINTERRUPTED;
     } else if (words >= HEADER && at + words <= n_words) {
+      const int64_t t0 = op_ns ? nk_now_ns() : 0;
       rc = run_op(pool, (int32_t)i64(ops[at]), ops + at + HEADER, words, ints);
+      if (op_ns) op_ns[index] = (double)(nk_now_ns() - t0);
     }
     if (rc != NK_OK) {
       *failed = index;

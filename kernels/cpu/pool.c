@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include <immintrin.h>
 
@@ -108,12 +107,6 @@ static const nk_isa_ops *ops_for(int32_t isa) {
   }
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val) {
   syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
@@ -130,11 +123,11 @@ static void *worker_main(void *p) {
   for (;;) {
     uint32_t g = atomic_load_explicit(&pool->gen, memory_order_acquire);
     if (g == seen) {
-      const int64_t start = now_ns();
+      const int64_t start = nk_now_ns();
       int spins = 0;
       while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen) {
         _mm_pause();
-        if (++spins % 64 == 0 && now_ns() - start > SPIN_NS) {
+        if (++spins % 64 == 0 && nk_now_ns() - start > SPIN_NS) {
           atomic_fetch_add(&pool->sleeping, 1);
           futex_wait(&pool->gen, seen);
           atomic_fetch_sub(&pool->sleeping, 1);

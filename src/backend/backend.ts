@@ -30,6 +30,9 @@ export {
   bandwidthProbeOf,
   type DeviceMemory,
   deviceMemoryOf,
+  type OpProfiler,
+  opProfilerOf,
+  type OpTime,
 } from "./capabilities.ts";
 
 /** Where a backend computes. */

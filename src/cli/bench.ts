@@ -1,4 +1,4 @@
-import { bandwidthProbeOf, type KvDType } from "../backend/backend.ts";
+import { bandwidthProbeOf, type KvDType, opProfilerOf } from "../backend/backend.ts";
 import { errorMessage } from "../common/errors.ts";
 import { checkConstraint, ConstraintError, type OutputConstraint } from "../constrain/mod.ts";
 import { createBackend, type DeviceChoice } from "../backend/mod.ts";
@@ -13,6 +13,7 @@ import {
   syntheticModel,
 } from "../bench/synthetic.ts";
 import { printServing, runServing } from "../bench/serving_report.ts";
+import { printVerification, verificationCost } from "../bench/verification.ts";
 import { type Command, countFlag, EXIT_OK, parseFlags } from "./command.ts";
 import { UsageError } from "./errors.ts";
 
@@ -20,7 +21,7 @@ const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUAN
                     [-p 128,512] [-n 128] [-d 0,8192] [-r REPS] [-t THREADS]
                     [--kv-type f16|q8_0|q4_0] [--device D] [--mmap 0|1] [--repack 0|1]
                     [--concurrency 1,4,16,32] [--constrained SCHEMA.json]
-                    [--temperature T [--top-p P]] [--json]
+                    [--temperature T [--top-p P]] [--profile] [--json]
 
 Measures prompt processing (pp N: N tokens in one batch) and text generation (tg N: N
 tokens one at a time) in tokens/s, like llama-bench, at each depth (positions already in
@@ -54,6 +55,8 @@ efficiency: the second over the first.
       --temperature T  with -c: only the decode speeds, greedy and sampled at T > 0
                        (seeded), side by side
       --top-p P        with --temperature: the sampled streams keep the top P of the mass
+      --profile        CPU: also time each op of the greedy one-token step and k = 4
+                       verification (ms a step, by op; the JSON's verification.profile)
       --json           print {"pp", "tg", "bandwidth_gbs", "bytes_per_token", "decode_gbs",
                        "decode_efficiency", "results": [{"test", "depth", "tok_s", ...}]}
                        (the top-level figures are the first depth's)
@@ -159,6 +162,7 @@ export const benchCommand: Command = {
         constrained: { type: "string" },
         temperature: { type: "string" },
         "top-p": { type: "string" },
+        profile: { type: "boolean" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -202,6 +206,12 @@ export const benchCommand: Command = {
     const model = openModel(path);
     const file = model.file;
     const backend = createBackend(device, { threads, mmap, repack });
+    const profiler = values.profile ? opProfilerOf(backend) : null;
+    if (values.profile && profiler === null) {
+      backend.close();
+      file.close();
+      throw new UsageError(`bench: --profile: the ${backend.kind} backend does not time its ops`);
+    }
     const maxTokens = Math.max(...depths) + Math.max(...prompts, ...gens) + 16;
     const bench = ModelBench.load(model, backend, maxTokens, kv);
     try {
@@ -230,7 +240,7 @@ export const benchCommand: Command = {
         });
       }
       const bandwidth = median(bandwidths);
-      const verification = verificationCost(bench, depths[0]);
+      const verification = verificationCost(bench, depths[0], profiler);
       // What decode reads per second against what the probe could read: both in GB/s. A
       // token of tg N at depth d reads the K/V of d + N/2 positions on average.
       const decode = depths.map((depth) => {
@@ -296,15 +306,7 @@ export const benchCommand: Command = {
               `tg${gens[0]}); decode efficiency ${(d.efficiency * 100).toFixed(1)}%`,
           );
         }
-        const v = verification, g = v.greedy;
-        console.log(
-          `depth ${v.depth}: a speculative verification of k = ${v.k} (${v.k + 1} rows, all with ` +
-            `logits) takes ${v.ratio.toFixed(2)}x a one-token step ` +
-            `(${v.verify_ms.toFixed(1)} vs ${v.step_ms.toFixed(1)} ms, median of ${VERIFY_REPS}) ` +
-            `with the logits read back (sampling); ${g.ratio.toFixed(2)}x ` +
-            `(${g.verify_ms.toFixed(1)} vs ${g.step_ms.toFixed(1)} ms) with each row's argmax ` +
-            `taken where they are (greedy)`,
-        );
+        printVerification(verification);
       }
     } finally {
       bench.close();
@@ -349,33 +351,4 @@ function topPFlag(value: string | undefined): number | undefined {
     throw new UsageError(`bench: --top-p takes a number in (0, 1], got "${value}"`);
   }
   return p;
-}
-
-const VERIFY_K = 4;
-const VERIFY_REPS = 9;
-
-interface StepCost {
-  verify_ms: number;
-  step_ms: number;
-  ratio: number;
-}
-
-/** A k = 4 verification step against a one-token step, alternated so that a drifting
- * machine slows both alike; medians. The top-level figures read every row's logits back
- * (sampled speculation); `greedy` takes each row's argmax where the logits are. */
-function verificationCost(
-  bench: ModelBench,
-  depth: number,
-): { depth: number; k: number; greedy: StepCost } & StepCost {
-  const cost = (greedy: boolean): StepCost => {
-    bench.verify(VERIFY_K, 0, depth, greedy);
-    const verify: number[] = [], step: number[] = [];
-    for (let r = 1; r <= VERIFY_REPS; r++) {
-      verify.push(bench.verify(VERIFY_K, r, depth, greedy) * 1000);
-      step.push(bench.verify(0, r, depth, greedy) * 1000);
-    }
-    const [v, s] = [median(verify), median(step)];
-    return { verify_ms: v, step_ms: s, ratio: v / s };
-  };
-  return { depth, k: VERIFY_K, ...cost(false), greedy: cost(true) };
 }

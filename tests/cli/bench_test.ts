@@ -46,6 +46,37 @@ Deno.test("bench: --json reports the tests run and a k = 4 verification against 
   assert(Math.abs(g.ratio - g.verify_ms / g.step_ms) < 1e-9, JSON.stringify(g));
 });
 
+Deno.test("bench: --profile times the greedy step and verification op by op, adding up to their wall time", async () => {
+  const p = (await benchJson(2, "--profile")).verification.profile;
+  const ops = new Map<string, { calls: number; step_ms: number; verify_ms: number }>(
+    p.ops.map((o: { op: string }) => [o.op, o]),
+  );
+  // The tiny fixture's layers: two norms and two products each, the QK norms.
+  const layers = ops.get("attention")!.calls;
+  assert(layers >= 1, JSON.stringify(p));
+  assertEquals(ops.get("rmsnorm")!.calls, 4 * layers + 1);
+  assertEquals(ops.get("matmulMany")!.calls, 2 * layers);
+  assertEquals(ops.get("matmul")!.calls, 2 * layers + 1);
+  for (const o of ops.values()) assert(o.step_ms >= 0 && o.verify_ms >= 0, JSON.stringify(o));
+  const sum = (key: "step_ms" | "verify_ms") => [...ops.values()].reduce((a, o) => a + o[key], 0);
+  assert(sum("step_ms") > 0 && sum("step_ms") <= p.step_wall_ms, JSON.stringify(p));
+  assert(sum("verify_ms") > 0 && sum("verify_ms") <= p.verify_wall_ms, JSON.stringify(p));
+  const text = await runNeuron([
+    "bench",
+    "--model",
+    MODEL,
+    "-p",
+    "4",
+    "-n",
+    "2",
+    "-r",
+    "1",
+    "--profile",
+  ]);
+  assertEquals(text.code, 0, text.stderr);
+  assertStringIncludes(text.stdout, "| all ops |");
+});
+
 Deno.test("bench: --temperature (and --top-p) serves the streams greedy and sampled, side by side", async () => {
   const serving = await benchJson(6, "-c", "1,3", "--temperature", "0.8", "--top-p", "0.9");
   assertEquals([serving.temperature, serving.top_p], [0.8, 0.9]);

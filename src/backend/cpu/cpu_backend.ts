@@ -23,6 +23,8 @@ import {
   kvCopyProblem,
   kvDTypeProblem,
   kvRowBytes,
+  type OpProfiler,
+  type OpTime,
   readHostValues,
   type RopeSpec,
   type Step,
@@ -64,7 +66,7 @@ export interface CpuBackendOptions {
   repack?: boolean;
 }
 
-export class CpuBackend implements Backend, BandwidthProbe, RowDraws {
+export class CpuBackend implements Backend, BandwidthProbe, OpProfiler, RowDraws {
   readonly kind = "cpu" as const;
   readonly kernels: CpuKernels;
   readonly pool: Pool;
@@ -312,6 +314,14 @@ export class CpuBackend implements Backend, BandwidthProbe, RowDraws {
 
   bandwidthGBs(): number {
     return this.pool.bandwidth(512 * 1024 * 1024, 5);
+  }
+
+  profileOps(on: boolean): void {
+    this.pool.queue.profileOps(on);
+  }
+
+  takeOpProfile(): OpTime[] {
+    return this.pool.queue.takeOpProfile();
   }
 
   synchronize(interrupt?: StepInterrupt): boolean {

@@ -182,7 +182,7 @@ export const CPU_SYMBOLS = {
     result: "i32",
   },
   nk_run_ops: {
-    parameters: ["pointer", "buffer", "i64", "buffer", "buffer", "buffer", "i32"],
+    parameters: ["pointer", "buffer", "i64", "buffer", "buffer", "buffer", "i32", "buffer"],
     result: "i32",
   },
   nk_f16_to_f32: { parameters: ["pointer", "pointer", "i64"], result: "void" },

@@ -5,7 +5,8 @@
  * and leaves the list empty and usable; arrays the caller reuses after recording do not
  * change what runs, also when two ops outside a step are given one array; argmaxRows runs
  * what was queued before it; an interrupt word that moved stops the list between ops;
- * copyKvRows, which runs after whatever was recorded, copies a block's first rows.
+ * copyKvRows, which runs after whatever was recorded, copies a block's first rows; the
+ * profile counts every op that ran, by name.
  */
 
 import {
@@ -213,6 +214,52 @@ Deno.test("argmaxRows runs the ops queued before it, in the same flush", async (
   } finally {
     be.close();
   }
+});
+
+Deno.test("a profile counts each op that ran by name with its time, and nothing when off", async () => {
+  const rng = new Rng(43);
+  const w = inputs(rng);
+  const k = await testKernels();
+  const pool = k.createPool(2);
+  const q = pool.queue;
+  q.profileOps(true);
+  let wall = 0;
+  const bufs = layer(k, q, w, () => {
+    const t0 = performance.now();
+    q.flush();
+    wall = performance.now() - t0;
+  });
+  const profile = q.takeOpProfile();
+  // Milliseconds, measured inside the flush: all of them within its wall time (1 ms for
+  // the clock's resolution), where nanoseconds read as milliseconds would be thousands.
+  const total = profile.reduce((a, t) => a + t.ms, 0);
+  assert(total > 0 && total <= wall + 1, `ops ${total} ms in a flush of ${wall} ms`);
+  const calls = Object.fromEntries(profile.map((t) => [t.op, t.calls]));
+  assertEquals(calls, {
+    getRows: 1,
+    rmsnorm: 2,
+    matmulMany: 2,
+    rope: 2,
+    kvStore: 1,
+    attention: 1,
+    matmul: 1,
+    add: 1,
+    siluMul: 1,
+  });
+  assertEquals(q.takeOpProfile(), [], "taking the profile clears it");
+  // A failing op ran and counts; the op after it did not run and does not.
+  const [x, y] = bufs;
+  q.add(y, x, x, 64);
+  q.rmsnorm(y, x, null, 1, 64, -1);
+  q.siluMul(y, x, x, 64);
+  assertThrows(() => q.flush(), CpuKernelError);
+  const after = q.takeOpProfile();
+  assertEquals(after.map((t) => [t.op, t.calls]), [["add", 1], ["rmsnorm", 1]]);
+  q.profileOps(false);
+  layer(k, q, w, () => q.flush()).forEach((b) => b.free());
+  assertEquals(q.takeOpProfile(), []);
+  pool.destroy();
+  bufs.forEach((b) => b.free());
 });
 
 Deno.test("ops recorded outside a step each copy the integers they were given", async () => {

@@ -8,7 +8,7 @@
 import { checkStatus } from "./errors.ts";
 import type { KvSequence } from "./kv_layout.ts";
 import type { CpuSymbols } from "./library.ts";
-import type { Step, StepInterrupt } from "../backend.ts";
+import type { OpTime, Step, StepInterrupt } from "../backend.ts";
 import { type Operand, operandPointer } from "./native_buffer.ts";
 import {
   fillInts,
@@ -47,6 +47,10 @@ export class OpRecord {
   readonly #templates = new Map<string, StepTemplate>();
   /** What copyOnce copied in the step being recorded, by what it was copied from. */
   #copied: { key: readonly unknown[]; value: unknown }[] = [];
+  /** While profiling, each op's native time in the flush running (-1: it did not run). */
+  #opNs: Float64Array | null = null;
+  /** Time and calls by op name since profiling started or was last taken. */
+  readonly #profile = new Map<string, { calls: number; ns: number }>();
   /** nk_row_bytes by "type:cols": a foreign call saved per recorded product. */
   readonly #rowBytes = new Map<string, number>();
 
@@ -82,6 +86,11 @@ export class OpRecord {
     this.#trace = null;
     if (this.#names.length === 0) return true;
     const names = this.#names;
+    let opNs = this.#opNs;
+    if (opNs !== null) {
+      if (opNs.length < names.length) opNs = this.#opNs = new Float64Array(2 * names.length);
+      opNs.fill(-1, 0, names.length);
+    }
     let rc: number;
     this.#failed[0] = -1;
     try {
@@ -93,13 +102,43 @@ export class OpRecord {
         this.#failed,
         interrupt?.word ?? null,
         interrupt?.seen ?? 0,
+        opNs,
       );
     } finally {
       this.discard();
+      if (opNs !== null) this.#addProfile(names, opNs);
     }
     if (rc === NK_EINTERRUPTED) return false;
     checkStatus(names[this.#failed[0]] ?? "runOps", rc);
     return true;
+  }
+
+  /**
+   * Starts timing each op as it runs (forgetting what was kept), or stops. The clock is
+   * read twice per op, ~50 ns: a decode step of ~420 ops runs ~20 us slower.
+   */
+  profileOps(on: boolean): void {
+    this.#opNs = on ? new Float64Array(1024) : null;
+    this.#profile.clear();
+  }
+
+  /** Each kind of op's time since profiling started or this was last called; clears it. */
+  takeOpProfile(): OpTime[] {
+    const times = [...this.#profile].map(([op, t]) => ({ op, calls: t.calls, ms: t.ns / 1e6 }));
+    this.#profile.clear();
+    return times;
+  }
+
+  #addProfile(names: readonly string[], opNs: Float64Array): void {
+    for (let i = 0; i < names.length; i++) {
+      if (opNs[i] < 0) continue;
+      const t = this.#profile.get(names[i]);
+      if (t === undefined) this.#profile.set(names[i], { calls: 1, ns: opNs[i] });
+      else {
+        t.calls++;
+        t.ns += opNs[i];
+      }
+    }
   }
 
   /** Forgets the recorded ops without running them. */
