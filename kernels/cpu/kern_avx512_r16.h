@@ -1,6 +1,16 @@
 /*
  * What the AVX-512 products with repacked weights share (kern_avx512_r16.c, one group of
  * sixteen rows a tile; kern_avx512_r16_pair.c, two).
+ *
+ * What bounds a few-token tile, measured on the 2-core Zen 5 VM (TSC 2.1 GHz): VPDPBUSD,
+ * VPDPWSSD, VPMULLD, VFMADD and VMULPS share two pipes (twelve independent VPDPBUSDs take
+ * 3.55 ticks, with four VPMULLDs, VPDPWSSDs or FMAs beside them 4.7-4.9), while VPADDD,
+ * VPANDD, VCVTDQ2PS and VADDPS issue beside them for free; a lone VPDPBUSD chain waits
+ * 2.4 ticks a step. So a Q4_K run of five tokens (80 VPDPBUSDs, 10 VPMULLDs for the
+ * scales, the mins' VPDPWSSDs) cannot take under ~28 ticks, and takes 31.4 in cache
+ * (90%); Q6_K (four VPDPBUSDs and a VPMULLD per group of 16) reaches 72% of its bound,
+ * 45 ticks a quarter. Tiles over two groups, sharing each activation broadcast, measured
+ * 30.9 against 31.6 ticks (Q4_K) and 50.5 against 45 (Q6_K): the loads are not the bound.
  */
 #ifndef NK_KERN_AVX512_R16_H
 #define NK_KERN_AVX512_R16_H
