@@ -91,9 +91,9 @@ export function verificationCost(
   if (profiler === null) {
     return { depth, k: VERIFY_K, ...sampled, greedy: stepCost(alternate(bench, depth, true)) };
   }
-  const sums = { step: new Map(), verify: new Map() } as { step: OpSums; verify: OpSums };
+  const sums: { step: OpSums; verify: OpSums } = { step: new Map(), verify: new Map() };
   profiler.profileOps(true);
-  let greedy;
+  let greedy: { verify: number[]; step: number[] };
   try {
     greedy = alternate(bench, depth, true, (step) => {
       const times = profiler.takeOpProfile();
