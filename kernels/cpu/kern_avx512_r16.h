@@ -9,8 +9,9 @@
  * 2.4 ticks a step. So a Q4_K run of five tokens (80 VPDPBUSDs, 10 VPMULLDs for the
  * scales, the mins' VPDPWSSDs) cannot take under ~28 ticks, and takes 31.4 in cache
  * (90%); Q6_K (four VPDPBUSDs and a VPMULLD per group of 16) reaches 72% of its bound,
- * 45 ticks a quarter. Tiles over two groups, sharing each activation broadcast, measured
- * 30.9 against 31.6 ticks (Q4_K) and 50.5 against 45 (Q6_K): the loads are not the bound.
+ * 45 ticks a quarter. Five-token tiles over two groups, sharing each activation broadcast,
+ * measured 30.9 against 31.6 ticks (Q4_K) and 50.5 against 45 (Q6_K): the loads are not
+ * the bound.
  */
 #ifndef NK_KERN_AVX512_R16_H
 #define NK_KERN_AVX512_R16_H
