@@ -280,7 +280,7 @@ int32_t nk_attention(nk_pool *pool, float *out, const float *q, const void *k_ca
   if (rc == NK_OK) rc = nk_pool_reserve(pool, nk_attend_scratch_floats(&attn[0]) * 4);
   if (rc == NK_OK) {
     attn_task_args t = {pool, n_seqs, attn, first, splits, part_at, parts};
-    nk_pool_split(pool, first[n_seqs]);
+    nk_pool_split(pool, first[n_seqs], 0);
     nk_pool_run(pool, attn_task, &t);
     if (part_total > 0) nk_pool_run(pool, merge_task, &t);
   }

@@ -310,7 +310,7 @@ int32_t nk_matmul_many(nk_pool *pool, int32_t n, const int32_t *types, const voi
     a.first[m + 1] = a.first[m] + (by_rows ? (a.mm[m].rows + a.per[m] - 1) / a.per[m] : 0);
   }
   if (a.first[n] == 0) return NK_OK;
-  nk_pool_split(pool, a.first[n]);
+  nk_pool_split(pool, a.first[n], 1);
   nk_pool_run(pool, rows_task, &a);
   return NK_OK;
 }

@@ -283,7 +283,7 @@ int32_t nk_matmul_experts(nk_pool *pool, int32_t n, const int32_t *types, const 
     }
   }
   if (a.first[n_jobs] > 0) {
-    nk_pool_split(pool, a.first[n_jobs]);
+    nk_pool_split(pool, a.first[n_jobs], 1);
     nk_pool_run(pool, experts_rows, &a);
   }
   if (packed_any) {

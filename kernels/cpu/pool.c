@@ -39,6 +39,8 @@ struct nk_pool {
   const nk_isa_ops *ops;
   pthread_t *threads;
   nk_share *shares;
+  /* nk_pool_split's small_items: thieves take half of what is left, not one item. */
+  int32_t steal_runs;
   void **scratch;
   int64_t scratch_bytes;
   void *shared;
@@ -252,7 +254,8 @@ int64_t nk_pool_next(nk_pool *pool) {
   return atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
 }
 
-void nk_pool_split(nk_pool *pool, int64_t n_items) {
+void nk_pool_split(nk_pool *pool, int64_t n_items, int small_items) {
+  pool->steal_runs = small_items != 0;
   for (int32_t i = 0; i < pool->n; i++) {
     const uint64_t front = (uint64_t)(n_items * i / pool->n);
     const uint64_t back = (uint64_t)(n_items * (i + 1) / pool->n);
@@ -261,37 +264,41 @@ void nk_pool_split(nk_pool *pool, int64_t n_items) {
   }
 }
 
-/* Takes items from share s, the first in *first: some from its front for the owner, one
- * from its back for a thief; how many it took. */
-static int64_t take(nk_share *s, int from_back, int64_t *first) {
+/* Takes items from share s, the first in *first: some from its front for the owner, or from
+ * its back for a thief, one item or (runs) half of what is left; how many it took. */
+static int64_t take(nk_share *s, int from_back, int runs, int64_t *first) {
   uint64_t v = atomic_load_explicit(&s->range, memory_order_relaxed);
   for (;;) {
     const uint64_t front = v >> 32, back = v & 0xffffffffu;
     if (front >= back) return 0;
-    /* An eighth of what is left, so the owner's share costs a few dozen locked
+    /* The owner takes an eighth of what is left, so its share costs a few dozen locked
      * instructions rather than one per item (each drains this core's loads). What the
      * owner holds cannot be stolen, but that is at most an eighth of what was left, and
-     * near the end it takes (and a thief steals) an item at a time. */
-    const uint64_t n = from_back || back - front < 8 ? 1 : (back - front) / 8;
-    const uint64_t next = from_back ? (front << 32 | (back - 1)) : ((front + n) << 32 | back);
+     * near the end it takes an item at a time. */
+    const uint64_t left = back - front;
+    const uint64_t n = from_back ? (runs ? (left + 1) / 2 : 1) : left < 8 ? 1 : left / 8;
+    const uint64_t next = from_back ? (front << 32 | (back - n)) : ((front + n) << 32 | back);
     if (atomic_compare_exchange_weak_explicit(&s->range, &v, next, memory_order_relaxed,
                                               memory_order_relaxed)) {
-      *first = (int64_t)(from_back ? back - 1 : front);
+      *first = (int64_t)(from_back ? back - n : front);
       return (int64_t)n;
     }
   }
+}
+
+/* Items [first, first + n) become thread ith's own, the first of them returned. */
+static int64_t own_run(nk_share *own, int64_t first, int64_t n) {
+  own->next = first + 1;
+  own->end = first + n;
+  return first;
 }
 
 int64_t nk_pool_claim(nk_pool *pool, int32_t ith) {
   nk_share *own = &pool->shares[ith];
   if (own->next < own->end) return own->next++;
   int64_t first;
-  const int64_t n = take(own, 0, &first);
-  if (n > 0) {
-    own->next = first + 1;
-    own->end = first + n;
-    return first;
-  }
+  const int64_t n = take(own, 0, 0, &first);
+  if (n > 0) return own_run(own, first, n);
   for (;;) {
     int32_t victim = -1;
     uint64_t most = 0;
@@ -304,7 +311,8 @@ int64_t nk_pool_claim(nk_pool *pool, int32_t ith) {
       }
     }
     if (victim < 0) return -1;
-    if (take(&pool->shares[victim], 1, &first) > 0) return first;
+    const int64_t stolen = take(&pool->shares[victim], 1, pool->steal_runs, &first);
+    if (stolen > 0) return own_run(own, first, stolen);
   }
 }
 

@@ -185,3 +185,37 @@ Deno.test("matmul float types: a batch's rows are each token's own product, bit 
     }
   }
 });
+
+/**
+ * The row path deals each thread a share of work items and lets idle threads take runs from
+ * the others' ends (nk_pool_claim). Oversubscribed (8 threads on this machine's few cores),
+ * threads are preempted mid-share and runs change hands often; every item must still be
+ * computed exactly where one thread alone computes it: a skipped item leaves NaN, an item
+ * given to the wrong rows differs.
+ */
+Deno.test("matmul: every thread count computes every work item, bit for bit one thread's", async () => {
+  const k = await testKernels();
+  const info = ggmlTypeByName("Q8_0")!;
+  const rng = new Rng(4242);
+  // 68-byte rows: about a hundred 16 KiB work items.
+  const [rows, cols] = [24000, 64];
+  const w = randomBlocks(info, (rows * cols) / info.blockSize, rng);
+  const x = randomF32(rng, 5 * cols);
+  const pools = [1, 2, 3, 8].map((n) => k.createPool(n));
+  try {
+    for (const n of [1, 5]) {
+      const one = new Float32Array(n * rows);
+      pools[0].matmul(info.id, w, rows, cols, x, n, one);
+      assert(one.every(Number.isFinite), `n=${n}: one thread left rows unwritten`);
+      for (const pool of pools.slice(1)) {
+        for (let rep = 0; rep < 20; rep++) {
+          const y = new Float32Array(n * rows).fill(NaN);
+          pool.matmul(info.id, w, rows, cols, x, n, y);
+          assertEquals(y, one, `n=${n} threads=${pool.threads} repeat ${rep}`);
+        }
+      }
+    }
+  } finally {
+    for (const p of pools) p.destroy();
+  }
+});
