@@ -151,23 +151,6 @@ export class ModelBench {
     return (performance.now() - t0) / 1000;
   }
 
-  /** Runs `fn` once to warm up, then `reps` times; returns tokens/s per repetition. */
-  measure(
-    test: string,
-    n: number,
-    reps: number,
-    fn: (n: number, seed: number) => number,
-    afterEach?: () => void,
-  ): Measurement {
-    fn(Math.min(n, 16), 0);
-    const samples = Array.from({ length: reps }, (_, r) => {
-      const rate = n / fn(n, r + 1);
-      afterEach?.();
-      return rate;
-    });
-    return { test, samples };
-  }
-
   /**
    * Bytes a decode step reads: every weight once (the token embedding only as the tied
    * output matrix, a lookup reads one row; of a stack of experts, the share a token is

@@ -5,6 +5,7 @@ import { createBackend, type DeviceChoice } from "../backend/mod.ts";
 import { quantizationOf } from "../harness/native/describe.ts";
 import { openModel } from "../runner/mod.ts";
 import { mean, type Measurement, median, ModelBench, stddev } from "../bench/runner.ts";
+import { type DepthMeasurement, kvRatios, runDepths } from "../bench/depth_runs.ts";
 import {
   FILE_TYPE_NAMES,
   isFileType,
@@ -19,7 +20,7 @@ import { UsageError } from "./errors.ts";
 
 const HELP = `usage: neuron bench (--model FILE | --synthetic SHAPE --quant QUANT)
                     [-p 128,512] [-n 128] [-d 0,8192] [-r REPS] [-t THREADS]
-                    [--kv-type f16|q8_0|q4_0] [--device D] [--mmap 0|1] [--repack 0|1]
+                    [--kv-type f16,q8_0,q4_0] [--device D] [--mmap 0|1] [--repack 0|1]
                     [--concurrency 1,4,16,32] [--constrained SCHEMA.json]
                     [--temperature T [--top-p P]] [--profile] [--json]
 
@@ -38,7 +39,9 @@ efficiency: the second over the first.
   -p, --prompt LIST    prompt lengths (default 512)
   -n, --gen LIST       generation lengths (default 128)
   -d, --depth LIST     cache depths the tests run after (default 0), as llama-bench -d
-      --kv-type T      KV cache type: f16 (default), q8_0 or q4_0
+      --kv-type LIST   KV cache types: f16 (default), q8_0, q4_0; several are measured
+                       side by side (each repetition runs every type in turn), with each
+                       type's tok/s against the first's
   -r, --reps N         repetitions of each test (default 3)
   -t, --threads N      CPU threads (default: all cores)
       --device D       auto | cpu | cuda (default auto)
@@ -74,19 +77,20 @@ function list(name: string, value: string | undefined, fallback: number[], min =
 
 const KV_TYPES: readonly KvDType[] = ["f16", "q8_0", "q4_0"];
 
-function kvType(value: string | undefined): KvDType {
-  const t = (value ?? "f16") as KvDType;
-  if (!KV_TYPES.includes(t)) {
-    throw new UsageError(`bench: --kv-type takes ${KV_TYPES.join(", ")}, got "${value}"`);
+function kvTypes(value: string | undefined): KvDType[] {
+  const types = (value ?? "f16").split(",").map((t) => t.trim() as KvDType);
+  for (const t of types) {
+    if (!KV_TYPES.includes(t)) {
+      throw new UsageError(`bench: --kv-type takes ${KV_TYPES.join(", ")}, got "${t}"`);
+    }
   }
-  return t;
+  if (new Set(types).size !== types.length) {
+    throw new UsageError(`bench: --kv-type names "${value}" a type twice`);
+  }
+  return types;
 }
 
 /** A test at a depth, named as llama-bench names it. */
-interface DepthMeasurement extends Measurement {
-  depth: number;
-}
-
 function testName(m: DepthMeasurement): string {
   return m.depth === 0 ? m.test : `${m.test} @ d${m.depth}`;
 }
@@ -175,7 +179,7 @@ export const benchCommand: Command = {
     const prompts = list("-p", values.prompt, [512]);
     const gens = list("-n", values.gen, [128]);
     const depths = list("-d", values.depth, [0], 0);
-    const kv = kvType(values["kv-type"]);
+    const kvs = kvTypes(values["kv-type"]);
     const reps = Math.max(1, countFlag("bench", "-r", values.reps, 3));
     const threads = countFlag("bench", "-t", values.threads, 0);
     const concurrency = values.concurrency === undefined
@@ -213,8 +217,11 @@ export const benchCommand: Command = {
       throw new UsageError(`bench: --profile: the ${backend.kind} backend does not time its ops`);
     }
     const maxTokens = Math.max(...depths) + Math.max(...prompts, ...gens) + 16;
-    const bench = ModelBench.load(model, backend, maxTokens, kv);
+    // One bench per cache type, each loading the model onto the backend: a cache's type is
+    // fixed when it is made.
+    const benches: ModelBench[] = [];
     try {
+      for (const kv of kvs) benches.push(ModelBench.load(model, backend, maxTokens, kv));
       // Bandwidth is sampled after each repetition of each depth's first tg test, and the
       // median taken: on a shared host it drifts by 10-20% within a minute, so a figure
       // taken once, before or after, is a different moment than the decode it is compared
@@ -222,34 +229,24 @@ export const benchCommand: Command = {
       const bandwidths: number[] = [];
       const probe = bandwidthProbeOf(backend);
       const sampleBandwidth = () => bandwidths.push(probe?.bandwidthGBs() ?? NaN);
-      const results: DepthMeasurement[] = [];
-      for (const depth of depths) {
-        for (const n of prompts) {
-          const m = bench.measure(`pp${n}`, n, reps, (k, s) => bench.prompt(k, s, depth));
-          results.push({ ...m, depth });
-        }
-        gens.forEach((n, i) => {
-          const m = bench.measure(
-            `tg${n}`,
-            n,
-            reps,
-            (k, s) => bench.generate(k, s, depth),
-            i === 0 ? sampleBandwidth : undefined,
-          );
-          results.push({ ...m, depth });
-        });
-      }
+      const results = runDepths(benches, { depths, prompts, gens, reps }, sampleBandwidth);
       const bandwidth = median(bandwidths);
-      const verification = verificationCost(bench, depths[0], profiler);
+      const verification = verificationCost(benches[0], depths[0], profiler);
       // What decode reads per second against what the probe could read: both in GB/s. A
       // token of tg N at depth d reads the K/V of d + N/2 positions on average.
-      const decode = depths.map((depth) => {
-        const tg = results.find((m) => m.depth === depth && m.test === `tg${gens[0]}`)!;
-        const bytesPerToken = bench.bytesPerToken(depth + gens[0] / 2);
-        const tgRate = mean(tg.samples);
-        const decodeGBs = tgRate * bytesPerToken / 1e9;
-        return { depth, tgRate, bytesPerToken, decodeGBs, efficiency: decodeGBs / bandwidth };
-      });
+      const decode = depths.flatMap((depth) =>
+        benches.map((bench) => {
+          const tg = results.find((m) =>
+            m.depth === depth && m.kvType === bench.kvType && m.test === `tg${gens[0]}`
+          )!;
+          const bytesPerToken = bench.bytesPerToken(depth + gens[0] / 2);
+          const tgRate = mean(tg.samples);
+          const decodeGBs = tgRate * bytesPerToken / 1e9;
+          const efficiency = decodeGBs / bandwidth;
+          return { depth, kvType: bench.kvType, tgRate, bytesPerToken, decodeGBs, efficiency };
+        })
+      );
+      const ratios = kvRatios(results, kvs);
       const label = `${values.synthetic ?? path.split("/").at(-1)} ${quantizationOf(file)}`;
       const size = file.tensorBytes;
       const params = file.tensors.reduce((a, t) => a + t.nElements, 0);
@@ -264,9 +261,11 @@ export const benchCommand: Command = {
           bytes_per_token: first.bytesPerToken,
           decode_gbs: first.decodeGBs,
           decode_efficiency: first.efficiency,
-          kv_type: kv,
+          kv_type: kvs[0],
+          kv_types: kvs,
           depths: decode.map((d) => ({
             depth: d.depth,
+            kv_type: d.kvType,
             bytes_per_token: d.bytesPerToken,
             decode_gbs: d.decodeGBs,
             decode_efficiency: d.efficiency,
@@ -277,9 +276,17 @@ export const benchCommand: Command = {
           mmap,
           repack,
           verification,
+          kv_ratios: ratios.map((r) => ({
+            test: r.test,
+            depth: r.depth,
+            kv_type: r.kvType,
+            baseline: r.baseline,
+            ratio: r.ratio,
+          })),
           results: results.map((m) => ({
             test: m.test,
             depth: m.depth,
+            kv_type: m.kvType,
             tok_s: mean(m.samples),
             stddev: stddev(m.samples),
           })),
@@ -291,7 +298,7 @@ export const benchCommand: Command = {
         for (const m of results) {
           console.log(
             `| ${label} | ${(size / 2 ** 20).toFixed(2)} MiB | ${(params / 1e6).toFixed(2)} M | ` +
-              `${backend.kind} | ${nThreads} | ${mmap ? 1 : 0} | ${kv} | ${testName(m)} | ` +
+              `${backend.kind} | ${nThreads} | ${mmap ? 1 : 0} | ${m.kvType} | ${testName(m)} | ` +
               `${rate(m)} |`,
           );
         }
@@ -299,17 +306,24 @@ export const benchCommand: Command = {
           `\nmemory read bandwidth ${bandwidth.toFixed(1)} GB/s (probe, median of ` +
             `${bandwidths.map((b) => b.toFixed(1)).join(", ")})`,
         );
+        const kvNote = (kv: KvDType) => kvs.length > 1 ? `, ${kv} KV` : "";
         for (const d of decode) {
           console.log(
-            `depth ${d.depth}: decode reads ${d.decodeGBs.toFixed(1)} GB/s ` +
+            `depth ${d.depth}${kvNote(d.kvType)}: decode reads ${d.decodeGBs.toFixed(1)} GB/s ` +
               `(${(d.bytesPerToken / 1e6).toFixed(1)} MB/token x ${d.tgRate.toFixed(2)} tok/s, ` +
               `tg${gens[0]}); decode efficiency ${(d.efficiency * 100).toFixed(1)}%`,
+          );
+        }
+        for (const r of ratios) {
+          console.log(
+            `depth ${r.depth}: ${r.test} with ${r.kvType} KV at ${r.ratio.toFixed(2)}x the ` +
+              `tok/s of ${r.baseline} KV (repetitions alternated)`,
           );
         }
         printVerification(verification);
       }
     } finally {
-      bench.close();
+      for (const bench of benches) bench.close();
       backend.close();
       file.close();
     }

@@ -5,7 +5,7 @@ import { fixture } from "../fixtures.ts";
 
 const MODEL = fixture("qwen3-tiny-q8_0.gguf");
 
-Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused, --repack is 0 or 1, --temperature with -c, --top-p with it", async () => {
+Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused, --repack is 0 or 1, --temperature with -c, --top-p with it, --kv-type names known types once", async () => {
   const cases: [string[], string][] = [
     [["--model", MODEL, "--quant", "q9"], "--quant"],
     [["--model", MODEL, "--quant", "q4_k_m"], "--quant"],
@@ -16,6 +16,8 @@ Deno.test("bench: --quant goes with --synthetic only, an unknown one is refused,
     [["--model", MODEL, "--temperature", "0.8"], "--temperature goes with --concurrency"],
     [["--model", MODEL, "-c", "1", "--top-p", "0.9"], "--top-p goes with --temperature"],
     [["--model", MODEL, "-c", "1", "--temperature", "1", "--top-p", "0"], "--top-p takes a number"],
+    [["--model", MODEL, "--kv-type", "f16,q5_0"], 'got "q5_0"'],
+    [["--model", MODEL, "--kv-type", "q8_0,f16,q8_0"], "a type twice"],
   ];
   for (const [args, text] of cases) {
     const r = await runNeuron(["bench", "-p", "1", "-n", "1", "-r", "1", ...args]);
@@ -44,6 +46,43 @@ Deno.test("bench: --json reports the tests run and a k = 4 verification against 
   const g = v.greedy;
   assert(g.verify_ms > 0 && g.step_ms > 0, JSON.stringify(g));
   assert(Math.abs(g.ratio - g.verify_ms / g.step_ms) < 1e-9, JSON.stringify(g));
+});
+
+Deno.test("bench: --kv-type f16,q8_0 runs every test on both caches and reports q8_0's tok/s against f16's", async () => {
+  const report = await benchJson(2, "--kv-type", "f16,q8_0", "-d", "0,16", "-r", "2");
+  assertEquals(report.kv_types, ["f16", "q8_0"]);
+  const tests = report.results.map((m: { test: string; depth: number; kv_type: string }) =>
+    `${m.test}@${m.depth}:${m.kv_type}`
+  );
+  assertEquals(tests, [
+    "pp8@0:f16",
+    "pp8@0:q8_0",
+    "tg2@0:f16",
+    "tg2@0:q8_0",
+    "pp8@16:f16",
+    "pp8@16:q8_0",
+    "tg2@16:f16",
+    "tg2@16:q8_0",
+  ]);
+  // A q8_0 cache holds 34 bytes per 32 values where f16 holds 64: each depth's bytes per
+  // token differ by the K/V of the positions read.
+  const at = (depth: number, kv: string) =>
+    report.depths.find((d: { depth: number; kv_type: string }) =>
+      d.depth === depth && d.kv_type === kv
+    );
+  assert(at(16, "q8_0").bytes_per_token < at(16, "f16").bytes_per_token, JSON.stringify(report));
+  const rate = (test: string, depth: number, kv: string) =>
+    report.results.find((m: { test: string; depth: number; kv_type: string }) =>
+      m.test === test && m.depth === depth && m.kv_type === kv
+    ).tok_s;
+  assertEquals(report.kv_ratios.length, 4);
+  for (const r of report.kv_ratios) {
+    assertEquals([r.kv_type, r.baseline], ["q8_0", "f16"]);
+    const want = rate(r.test, r.depth, "q8_0") / rate(r.test, r.depth, "f16");
+    assert(Math.abs(r.ratio - want) < 1e-9 * want, JSON.stringify(r));
+  }
+  // Two repetitions of the first tg test on each cache at each depth: 8 bandwidth samples.
+  assertEquals(report.bandwidth_samples_gbs.length, 8);
 });
 
 Deno.test("bench: --profile times the greedy step and verification op by op, adding up to their wall time", async () => {
