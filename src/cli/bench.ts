@@ -61,8 +61,9 @@ efficiency: the second over the first.
       --profile        CPU: also time each op of the greedy one-token step and k = 4
                        verification (ms a step, by op; the JSON's verification.profile)
       --json           print {"pp", "tg", "bandwidth_gbs", "bytes_per_token", "decode_gbs",
-                       "decode_efficiency", "results": [{"test", "depth", "tok_s", ...}]}
-                       (the top-level figures are the first depth's)
+                       "decode_efficiency", "results": [{"test", "depth", "kv_type", "tok_s",
+                       ...}], "kv_ratios": [...]} (the top-level figures are the first
+                       depth's, on the first cache type)
   -h, --help           this text`;
 
 function list(name: string, value: string | undefined, fallback: number[], min = 1): number[] {
