@@ -93,7 +93,13 @@ int64_t nk_attend_scratch_floats(const nk_attn *a);
  * Qwen3-0.6B's shape (2 rows a token), 28 layers, 2 threads: 3 and 4 tokens at 2048
  * positions 14.2 -> 12.1 and 14.5 -> 12.3 ms against kv head by kv head, 4 tokens at 8192
  * (7 layers) 14.4 -> 12.8 (q8_0 13.4 -> 11.7); from 10 rows the kv-head items' products
- * over many rows win (5 tokens at 8192: 16.9 against 19.3 ms). */
+ * over many rows win (5 tokens at 8192: 16.9 against 19.3 ms). Measured again for 5 tokens
+ * (10 rows) at 4096 positions, libraries alternated: spans up to 16 rows 1.007x the time;
+ * spans whose passes of 4 rows read each head's K and V tile converted to f32 once 0.936x,
+ * but 1.125x at 512 positions and 1.04x for 3-4 tokens; kv-head items requesting their
+ * tiles spread over the transposition and weighted sum instead of in bursts, or into L2,
+ * 0.99-1.01x. Such a verification costs 2.1-2.8x a one-token step at 4096-8192 positions,
+ * 1.3-1.45x at 0. */
 #define NK_ATTN_SPLIT_ROWS 8
 
 /* Scratch floats attend_split keeps per kv head for `rows` query rows of d values: each
