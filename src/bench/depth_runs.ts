@@ -9,7 +9,7 @@
 import type { KvDType } from "../backend/backend.ts";
 import { mean, type Measurement, type ModelBench } from "./runner.ts";
 
-/** A test at a depth on one cache type, named as llama-bench names it. */
+/** One test's samples at a depth on one cache type. */
 export interface DepthMeasurement extends Measurement {
   depth: number;
   kvType: KvDType;
@@ -27,7 +27,7 @@ export interface DepthPlan {
  * Runs `fn` on each bench once to warm up, then `reps` rounds of one run per bench;
  * returns each bench's tokens/s per repetition. `afterEach` follows every run.
  */
-export function measureSideBySide(
+function measureSideBySide(
   benches: readonly ModelBench[],
   test: string,
   n: number,
